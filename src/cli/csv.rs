@@ -1,0 +1,94 @@
+//! The CSV columns of `contactlab run`: `t`; per planar body B
+//! `B.x,B.y,B.theta,B.vx,B.vy,B.omega`; per spatial body
+//! `B.x,B.y,B.z,B.qw,B.qx,B.qy,B.qz,B.vx,B.vy,B.vz,B.wx,B.wy,B.wz` (ω in world
+//! axes); per coordinate C of a linear system `C,C.dot`; then
+//! `kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap`.
+
+use crate::model::rigid::{position_size, velocity_size};
+use crate::model::{Dimension, Model, State};
+use crate::params::Params;
+use crate::stepper::StepReport;
+
+/// The header row.
+pub fn csv_header(model: &Model) -> String {
+    let mut cols = vec!["t".to_owned()];
+    match model {
+        Model::Rigid(s) => {
+            let fields: &[&str] = match s.dimension {
+                Dimension::Planar => &["x", "y", "theta", "vx", "vy", "omega"],
+                Dimension::Spatial => &[
+                    "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz",
+                ],
+            };
+            for b in &s.bodies {
+                cols.extend(fields.iter().map(|f| format!("{}.{f}", b.name)));
+            }
+        }
+        Model::Linear(s) => {
+            for c in &s.coordinates {
+                cols.push(c.clone());
+                cols.push(format!("{c}.dot"));
+            }
+        }
+    }
+    cols.extend(
+        [
+            "kinetic_energy",
+            "potential_energy",
+            "active_contacts",
+            "lcp_size",
+            "lcp_pivots",
+            "min_gap",
+        ]
+        .map(String::from),
+    );
+    cols.join(",")
+}
+
+/// One data row for `state`; `report` is the step that produced it (None at t = 0,
+/// where the LCP columns are 0 and min_gap is measured directly).
+pub fn csv_row(model: &Model, params: &Params, state: &State, report: Option<&StepReport>) -> String {
+    let mut values: Vec<f64> = vec![state.t];
+    match model {
+        Model::Rigid(s) => {
+            let (pq, pv) = (position_size(s.dimension), velocity_size(s.dimension));
+            for i in 0..s.bodies.len() {
+                let (oq, ov) = (i * pq, i * pv);
+                match s.dimension {
+                    Dimension::Planar => {
+                        values.extend(state.q.rows(oq, 3).iter());
+                        values.extend(state.v.rows(ov, 3).iter());
+                    }
+                    Dimension::Spatial => {
+                        values.extend(state.q.rows(oq, 7).iter());
+                        values.extend(state.v.rows(ov, 3).iter());
+                        values.extend(s.angular_velocity(&state.q, &state.v, i).iter());
+                    }
+                }
+            }
+        }
+        Model::Linear(s) => {
+            for i in 0..s.dof() {
+                values.push(state.q[i]);
+                values.push(state.v[i]);
+            }
+        }
+    }
+    let (kinetic, potential) = model.energy(&state.q, &state.v, params);
+    let (active, size, pivots, min_gap) = match report {
+        Some(r) => (r.active_contacts(), r.lcp_size, r.pivots, r.min_gap),
+        None => {
+            let near = model.contacts(&state.q, params.edges, model.length_scale());
+            let gap = near.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+            (0, 0, 0, gap)
+        }
+    };
+    let mut out: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
+    out.push(format!("{kinetic}"));
+    out.push(format!("{potential}"));
+    out.push(active.to_string());
+    out.push(size.to_string());
+    out.push(pivots.to_string());
+    out.push(format!("{min_gap}"));
+    out.join(",")
+}

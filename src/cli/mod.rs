@@ -1,0 +1,114 @@
+//! The command line: `contactlab [SCENE]` opens the viewer, `contactlab run`
+//! steps a scene headless to CSV, `contactlab lcp` solves Siconos `.dat` files.
+
+mod csv;
+mod lcp_cmd;
+mod run;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+pub use csv::{csv_header, csv_row};
+
+/// contactlab: rigid-body dynamics with contact and friction by complementarity
+/// time-stepping.
+#[derive(Debug, Parser)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do (without one: open the viewer).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Viewer options (when no subcommand is given).
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// Options of the viewer.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// Scene to open (default: scenes/rod.ron).
+    pub scene: Option<PathBuf>,
+    /// Save a screenshot to this PNG after `--frames` frames, then exit.
+    #[arg(long)]
+    pub screenshot: Option<PathBuf>,
+    /// Frames to render before the screenshot.
+    #[arg(long, default_value_t = 60)]
+    pub frames: u32,
+    /// Parameter overrides.
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Step a scene headless and write its trajectory as CSV.
+    Run(RunArgs),
+    /// Solve LCPs in the Siconos `.dat` format and print one line per file.
+    Lcp {
+        /// The `.dat` files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Flags that override a scene's parameters (shared by `run` and the viewer).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Overrides {
+    /// Step size h, s.
+    #[arg(long = "dt")]
+    pub dt: Option<f64>,
+    /// Simulated time, s.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Friction coefficient μ of every contact.
+    #[arg(long)]
+    pub mu: Option<f64>,
+    /// Friction-pyramid edges k (space only, ≥ 3).
+    #[arg(long)]
+    pub edges: Option<usize>,
+    /// Restitution e (steppers with an impact law only).
+    #[arg(long)]
+    pub restitution: Option<f64>,
+    /// Damping coefficient of the scene's dampers.
+    #[arg(long)]
+    pub damping: Option<f64>,
+    /// Stiffness of the scene's springs.
+    #[arg(long)]
+    pub stiffness: Option<f64>,
+    /// Time-stepping scheme (stewart-trinkle).
+    #[arg(long)]
+    pub stepper: Option<String>,
+    /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
+    #[arg(long)]
+    pub ncp_iterations: Option<usize>,
+}
+
+/// Arguments of `contactlab run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The scene file.
+    pub scene: PathBuf,
+    /// Parameter overrides.
+    #[command(flatten)]
+    pub overrides: Overrides,
+    /// Write one CSV row every N steps.
+    #[arg(long, default_value_t = 1)]
+    pub every: u64,
+    /// Where the CSV goes.
+    #[arg(long)]
+    pub csv: PathBuf,
+    /// Write every step's LCP to this directory in the Siconos `.dat` format.
+    #[arg(long)]
+    pub dump_lcp: Option<PathBuf>,
+}
+
+/// Runs a subcommand; `Err` carries the one-line reason for stderr.
+pub fn dispatch(command: Command) -> Result<(), String> {
+    match command {
+        Command::Run(args) => run::run(&args),
+        Command::Lcp { files } => lcp_cmd::run(&files),
+    }
+}
+
+pub use run::apply_overrides;

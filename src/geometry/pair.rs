@@ -1,0 +1,448 @@
+//! Body–body narrow phase: the contact points between two shapes, from parry's
+//! contact manifolds (`parry3d-f64` in space, `parry2d-f64` in the plane).
+//!
+//! The shapes are handed to parry's [`DefaultQueryDispatcher`] through
+//! [`PersistentQueryDispatcher::contact_manifolds`] with the caller's margin as
+//! the prediction distance, so a box face resting on another box gives up to
+//! four points (two in the plane) and a capsule lying on a box one point per end
+//! cap. Each call starts from an empty manifold, so the result depends only on
+//! the two shapes and their poses (no contact cache is carried between calls).
+//!
+//! Conventions of the returned [`PairContact`]s, all in the world frame:
+//! parry reports, in the first shape's frame, a normal `n₁` pointing out of the
+//! first shape towards the second and a distance `dist = (p₂ − p₁)·n₁`; the
+//! normal returned here is `−n₁` expressed in the world (from the second shape
+//! B towards the first shape A) and `gap = dist`, so that
+//! `point_a − point_b = gap · normal` and `gap < 0` means penetration.
+//!
+//! Parry's points are then filtered: points beyond the margin, non-finite
+//! points, exact duplicates, and (in space) the extra GJK closest pair parry
+//! appends to the clipped capsule–box points unless it is deeper than all of
+//! them. The `feature` of a point packs parry's feature ids (kind and code) of
+//! the touching feature of A in the high 16 bits and of B in the low 16 bits;
+//! in the plane the ids of box vertices and faces are recomputed (see
+//! `planar_feature`), and should two points of one pair still share an id, the
+//! later one gets a deterministic derived id.
+//!
+//! [`DefaultQueryDispatcher`]: parry3d_f64::query::DefaultQueryDispatcher
+//! [`PersistentQueryDispatcher::contact_manifolds`]: parry3d_f64::query::PersistentQueryDispatcher::contact_manifolds
+
+use super::{PairContact, Shape};
+use nalgebra::{Isometry2, Isometry3, Point2, Point3, Vector2, Vector3};
+
+use p2::query::PersistentQueryDispatcher as _;
+use p3::query::PersistentQueryDispatcher as _;
+use parry2d_f64 as p2;
+use parry3d_f64 as p3;
+
+/// Relative length below which two candidate points are considered the same
+/// point (and a point no deeper than another one is considered redundant),
+/// scaled by the size of the pair.
+const REL_TOL: f64 = 1e-9;
+
+/// Contacts between two shapes in space whose gap is at most `margin` (m).
+///
+/// `pose_a` and `pose_b` place the body frames of `shape_a` and `shape_b` in the
+/// world. Each returned [`PairContact`] gives the witness points on A and on B
+/// (world frame, m), the unit normal pointing from B towards A, the signed gap
+/// along that normal (m, negative when the shapes overlap) and a feature id that
+/// stays the same while the same features of the two shapes touch. A face–face
+/// box contact gives up to 4 points; contacts whose gap exceeds `margin` are
+/// omitted. Returns an empty vector when nothing lies within `margin` and for
+/// invalid input (non-finite numbers, negative sizes, NaN margin).
+pub fn contacts_3d(
+    shape_a: &Shape,
+    pose_a: &Isometry3<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry3<f64>,
+    margin: f64,
+) -> Vec<PairContact> {
+    let (Some(pa), Some(pb)) = (Parry3::new(shape_a), Parry3::new(shape_b)) else {
+        return Vec::new();
+    };
+    if margin.is_nan() || !isometry3_is_finite(pose_a) || !isometry3_is_finite(pose_b) {
+        return Vec::new();
+    }
+    let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
+    let mut manifolds: Vec<p3::query::ContactManifold<(), ()>> = Vec::new();
+    let dispatcher = p3::query::DefaultQueryDispatcher;
+    if dispatcher
+        .contact_manifolds(
+            &pos12,
+            pa.as_dyn(),
+            pb.as_dyn(),
+            margin.max(0.0),
+            &mut manifolds,
+            &mut None,
+        )
+        .is_err()
+    {
+        return Vec::new();
+    }
+
+    let mut raw = Vec::new();
+    for manifold in &manifolds {
+        let n1 = Vector3::new(
+            manifold.local_n1.x,
+            manifold.local_n1.y,
+            manifold.local_n1.z,
+        );
+        let normal = -(pose_a.rotation * n1);
+        for point in &manifold.points {
+            let p1 = Point3::new(point.local_p1.x, point.local_p1.y, point.local_p1.z);
+            let p2 = Point3::new(point.local_p2.x, point.local_p2.y, point.local_p2.z);
+            raw.push(Raw {
+                point_a: (pose_a * p1).coords,
+                point_b: (pose_b * p2).coords,
+                normal,
+                gap: point.dist,
+                fid1: point.fid1.0,
+                fid2: point.fid2.0,
+            });
+        }
+    }
+    finish(
+        raw,
+        margin,
+        bounding_radius(shape_a, 3) + bounding_radius(shape_b, 3),
+    )
+}
+
+/// The same for planar shapes moving in the x–y plane (rotation about z);
+/// returned vectors have z = 0.
+///
+/// Only the x and y extents of the shapes are used (a sphere is a disk, a
+/// capsule a stadium along the body x axis, a box a rectangle with half extents
+/// `half_extents[0..2]`). Witness points and normal are in the world x–y plane
+/// (m); the normal points from B towards A and `gap` is the signed distance
+/// along it (m, negative when overlapping). A face–face contact gives up to 2
+/// points; contacts whose gap exceeds `margin` (m) are omitted, and invalid
+/// input gives an empty vector.
+pub fn contacts_2d(
+    shape_a: &Shape,
+    pose_a: &Isometry2<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry2<f64>,
+    margin: f64,
+) -> Vec<PairContact> {
+    let (Some(pa), Some(pb)) = (Parry2::new(shape_a), Parry2::new(shape_b)) else {
+        return Vec::new();
+    };
+    if margin.is_nan() || !isometry2_is_finite(pose_a) || !isometry2_is_finite(pose_b) {
+        return Vec::new();
+    }
+    let pos12 = to_pose2(&pose_a.inv_mul(pose_b));
+    let mut manifolds: Vec<p2::query::ContactManifold<(), ()>> = Vec::new();
+    let dispatcher = p2::query::DefaultQueryDispatcher;
+    if dispatcher
+        .contact_manifolds(
+            &pos12,
+            pa.as_dyn(),
+            pb.as_dyn(),
+            margin.max(0.0),
+            &mut manifolds,
+            &mut None,
+        )
+        .is_err()
+    {
+        return Vec::new();
+    }
+
+    let mut raw = Vec::new();
+    for manifold in &manifolds {
+        let n1 = pose_a.rotation * Vector2::new(manifold.local_n1.x, manifold.local_n1.y);
+        let normal = Vector3::new(-n1.x, -n1.y, 0.0);
+        for point in &manifold.points {
+            let p1 = Point2::new(point.local_p1.x, point.local_p1.y);
+            let p2 = Point2::new(point.local_p2.x, point.local_p2.y);
+            let world_a = pose_a * p1;
+            let world_b = pose_b * p2;
+            raw.push(Raw {
+                point_a: Vector3::new(world_a.x, world_a.y, 0.0),
+                point_b: Vector3::new(world_b.x, world_b.y, 0.0),
+                normal,
+                gap: point.dist,
+                fid1: planar_feature(shape_a, p1, point.fid1.0),
+                fid2: planar_feature(shape_b, p2, point.fid2.0),
+            });
+        }
+    }
+    finish(
+        raw,
+        margin,
+        bounding_radius(shape_a, 2) + bounding_radius(shape_b, 2),
+    )
+}
+
+/// One contact point from parry, already in the world frame, before filtering.
+struct Raw {
+    point_a: Vector3<f64>,
+    point_b: Vector3<f64>,
+    normal: Vector3<f64>,
+    gap: f64,
+    /// Parry's packed feature ids (2-bit kind header, 30-bit code) on A and B.
+    fid1: u32,
+    fid2: u32,
+}
+
+/// Parry's packed id of an unknown feature.
+const UNKNOWN_FEATURE: u32 = 0;
+
+/// Filters parry's points (non-finite, beyond `margin`, duplicated, redundant)
+/// and names each survivor with a distinct feature id.
+///
+/// In space, parry's polyhedral path (capsule–box) appends the GJK closest pair
+/// with unknown features to the clipped points; that point is kept only when it
+/// is deeper than every clipped point, otherwise it would duplicate one of them
+/// or sit on the segment between two of them.
+fn finish(raw: Vec<Raw>, margin: f64, scale: f64) -> Vec<PairContact> {
+    let tol = REL_TOL * scale.max(1.0);
+    let candidates: Vec<Raw> = raw
+        .into_iter()
+        .filter_map(|mut c| {
+            let norm = c.normal.norm();
+            if norm.is_nan() || norm <= 0.0 {
+                return None;
+            }
+            c.normal /= norm;
+            let finite = c
+                .point_a
+                .iter()
+                .chain(c.point_b.iter())
+                .all(|x| x.is_finite())
+                && c.normal.iter().all(|x| x.is_finite())
+                && c.gap.is_finite();
+            (finite && c.gap <= margin).then_some(c)
+        })
+        .collect();
+
+    let is_unknown = |c: &Raw| c.fid1 == UNKNOWN_FEATURE && c.fid2 == UNKNOWN_FEATURE;
+    let shallowest_known = candidates
+        .iter()
+        .filter(|c| !is_unknown(c))
+        .map(|c| c.gap)
+        .fold(f64::INFINITY, f64::min);
+
+    let mut kept: Vec<Raw> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        if is_unknown(&c) && c.gap >= shallowest_known - tol {
+            continue;
+        }
+        let duplicate = kept.iter().any(|k| {
+            (k.point_a - c.point_a).norm() <= tol && (k.point_b - c.point_b).norm() <= tol
+        });
+        if !duplicate {
+            kept.push(c);
+        }
+    }
+
+    let mut used: Vec<u32> = Vec::with_capacity(kept.len());
+    kept.into_iter()
+        .map(|c| {
+            let mut feature = (compact_feature(c.fid1) << 16) | compact_feature(c.fid2);
+            while used.contains(&feature) {
+                // Two points naming the same feature pair (parry does not always
+                // tell them apart): derive a new id deterministically.
+                feature = feature.rotate_left(7) ^ 0x9e37_79b9;
+            }
+            used.push(feature);
+            PairContact {
+                point_a: c.point_a,
+                point_b: c.point_b,
+                normal: c.normal,
+                gap: c.gap,
+                feature,
+            }
+        })
+        .collect()
+}
+
+/// Packs a parry feature id (2-bit kind header, 30-bit code) into 16 bits:
+/// the kind header and the code folded to 14 bits (box, capsule and ball codes
+/// are far smaller, so this is one-to-one for them).
+fn compact_feature(packed: u32) -> u32 {
+    let header = packed >> 30;
+    let code = packed & 0x3fff_ffff;
+    let folded = (code ^ (code >> 14) ^ (code >> 28)) & 0x3fff;
+    (header << 14) | folded
+}
+
+/// Feature id of a contact point on a planar shape, in parry's packed form.
+///
+/// parry2d-f64 0.31 derives a rectangle's vertex ids from bit 31 of the
+/// coordinates' bit patterns (the sign bit only in `f32`), so in `f64` the ids
+/// of different vertices and faces of a [`Shape::Box`] coincide. For boxes the
+/// kind reported by parry (vertex or face) is kept and the code recomputed from
+/// the local point with parry's own AABB numbering: vertex code = sign bits
+/// (x < 0 → bit 0, y < 0 → bit 1), face code = axis (+2 on the negative side).
+fn planar_feature(shape: &Shape, local: Point2<f64>, packed: u32) -> u32 {
+    const VERTEX: u32 = 0b01 << 30;
+    const FACE: u32 = 0b11 << 30;
+    let Shape::Box { half_extents } = shape else {
+        return packed;
+    };
+    match packed & !0x3fff_ffff {
+        VERTEX => VERTEX | u32::from(local.x < 0.0) | (u32::from(local.y < 0.0) << 1),
+        FACE => {
+            let ratio = |v: f64, h: f64| if h > 0.0 { v.abs() / h } else { v.abs() };
+            let axis =
+                usize::from(ratio(local.y, half_extents[1]) > ratio(local.x, half_extents[0]));
+            FACE | axis as u32 | (u32::from(local[axis] < 0.0) << 1)
+        }
+        _ => packed,
+    }
+}
+
+/// The radius of a ball around the body origin containing the shape, m, in
+/// `dim` dimensions (used only to scale tolerances).
+fn bounding_radius(shape: &Shape, dim: usize) -> f64 {
+    match *shape {
+        Shape::Sphere { radius } => radius,
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => half_length + radius,
+        Shape::Box { half_extents } => half_extents[..dim]
+            .iter()
+            .map(|h| h * h)
+            .sum::<f64>()
+            .sqrt(),
+    }
+}
+
+/// Whether a length is usable as a size (finite and not negative).
+fn is_size(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+/// A shape as the concrete parry3d type, so that it can be passed as
+/// `&dyn parry3d_f64::shape::Shape` without allocating.
+enum Parry3 {
+    Ball(p3::shape::Ball),
+    Capsule(p3::shape::Capsule),
+    Cuboid(p3::shape::Cuboid),
+}
+
+impl Parry3 {
+    /// The parry shape for `shape`, or `None` for non-finite or negative sizes.
+    /// A capsule with a zero-length core is a ball.
+    fn new(shape: &Shape) -> Option<Self> {
+        use p3::math::Vector;
+        match *shape {
+            Shape::Sphere { radius } => {
+                is_size(radius).then(|| Self::Ball(p3::shape::Ball::new(radius)))
+            }
+            Shape::Capsule {
+                half_length,
+                radius,
+            } => {
+                if !(is_size(half_length) && is_size(radius)) {
+                    None
+                } else if half_length == 0.0 {
+                    Some(Self::Ball(p3::shape::Ball::new(radius)))
+                } else {
+                    Some(Self::Capsule(p3::shape::Capsule::new(
+                        Vector::new(-half_length, 0.0, 0.0),
+                        Vector::new(half_length, 0.0, 0.0),
+                        radius,
+                    )))
+                }
+            }
+            Shape::Box {
+                half_extents: [x, y, z],
+            } => (is_size(x) && is_size(y) && is_size(z))
+                .then(|| Self::Cuboid(p3::shape::Cuboid::new(Vector::new(x, y, z)))),
+        }
+    }
+
+    fn as_dyn(&self) -> &dyn p3::shape::Shape {
+        match self {
+            Self::Ball(s) => s,
+            Self::Capsule(s) => s,
+            Self::Cuboid(s) => s,
+        }
+    }
+}
+
+/// A shape as the concrete parry2d type (only the x and y extents are used).
+enum Parry2 {
+    Ball(p2::shape::Ball),
+    Capsule(p2::shape::Capsule),
+    Cuboid(p2::shape::Cuboid),
+}
+
+impl Parry2 {
+    /// The parry shape for `shape`, or `None` for non-finite or negative sizes.
+    /// A capsule with a zero-length core is a disk.
+    fn new(shape: &Shape) -> Option<Self> {
+        use p2::math::Vector;
+        match *shape {
+            Shape::Sphere { radius } => {
+                is_size(radius).then(|| Self::Ball(p2::shape::Ball::new(radius)))
+            }
+            Shape::Capsule {
+                half_length,
+                radius,
+            } => {
+                if !(is_size(half_length) && is_size(radius)) {
+                    None
+                } else if half_length == 0.0 {
+                    Some(Self::Ball(p2::shape::Ball::new(radius)))
+                } else {
+                    Some(Self::Capsule(p2::shape::Capsule::new(
+                        Vector::new(-half_length, 0.0),
+                        Vector::new(half_length, 0.0),
+                        radius,
+                    )))
+                }
+            }
+            Shape::Box {
+                half_extents: [x, y, _],
+            } => (is_size(x) && is_size(y))
+                .then(|| Self::Cuboid(p2::shape::Cuboid::new(Vector::new(x, y)))),
+        }
+    }
+
+    fn as_dyn(&self) -> &dyn p2::shape::Shape {
+        match self {
+            Self::Ball(s) => s,
+            Self::Capsule(s) => s,
+            Self::Cuboid(s) => s,
+        }
+    }
+}
+
+fn isometry3_is_finite(iso: &Isometry3<f64>) -> bool {
+    iso.translation.vector.iter().all(|x| x.is_finite())
+        && iso.rotation.coords.iter().all(|x| x.is_finite())
+        && iso.rotation.coords.norm() > 0.0
+}
+
+fn isometry2_is_finite(iso: &Isometry2<f64>) -> bool {
+    let (re, im) = (iso.rotation.re, iso.rotation.im);
+    iso.translation.vector.iter().all(|x| x.is_finite())
+        && re.is_finite()
+        && im.is_finite()
+        && re.hypot(im) > 0.0
+}
+
+/// nalgebra → parry3d pose (the quaternion is renormalised against drift).
+fn to_pose3(iso: &Isometry3<f64>) -> p3::math::Pose {
+    let q = iso.rotation.coords / iso.rotation.coords.norm();
+    let t = &iso.translation.vector;
+    p3::math::Pose::from_parts(
+        p3::math::Vector::new(t.x, t.y, t.z),
+        p3::math::Rotation::from_xyzw(q.x, q.y, q.z, q.w),
+    )
+}
+
+/// nalgebra → parry2d pose (the unit complex is renormalised against drift).
+fn to_pose2(iso: &Isometry2<f64>) -> p2::math::Pose {
+    let (re, im) = (iso.rotation.re, iso.rotation.im);
+    let norm = re.hypot(im);
+    let t = &iso.translation.vector;
+    p2::math::Pose::from_parts(
+        p2::math::Vector::new(t.x, t.y),
+        p2::math::Rotation::from_cos_sin_unchecked(re / norm, im / norm),
+    )
+}

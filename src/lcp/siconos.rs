@@ -1,0 +1,207 @@
+//! The Siconos numerics `.dat` format for dense LCPs, read and written.
+//!
+//! Whitespace-separated tokens, `#` starts a comment:
+//!
+//! ```text
+//! n            problem size
+//! 0            storage type (0 = dense; the only one supported)
+//! n n          rows, columns
+//! n n          rows, columns again
+//! a_1 … a_n²   M in column-major order (each printed line is one column)
+//! q_1 … q_n
+//! ```
+//!
+//! Anything after q is free text (the collection puts remarks there). Steppers
+//! dump a step's LCP in this format so it can be replayed with `contactlab lcp`
+//! or in Siconos itself.
+
+use super::Lcp;
+use nalgebra::{DMatrix, DVector};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a `.dat` file could not be read or written.
+#[derive(Debug, Error)]
+pub enum DatError {
+    /// The file could not be opened, read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A token is missing, malformed or inconsistent.
+    #[error("{}:{line}:{column}: {field}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the offending token (or of the end of the file).
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Which field of the format was being read, e.g. `M[3,1]`.
+        field: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+struct Token<'a> {
+    text: &'a str,
+    line: usize,
+    column: usize,
+}
+
+fn tokens(source: &str) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    for (line_index, line) in source.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut rest = line;
+        let mut offset = 0;
+        while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
+            let after = &rest[start..];
+            let len = after.find(char::is_whitespace).unwrap_or(after.len());
+            out.push(Token {
+                text: &after[..len],
+                line: line_index + 1,
+                column: offset + start + 1,
+            });
+            offset += start + len;
+            rest = &after[len..];
+        }
+    }
+    out
+}
+
+/// Parses the text of a `.dat` file; `path` is only used in error messages.
+pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
+    let tokens = tokens(source);
+    let end = (source.lines().count().max(1), 1);
+    let mut next = 0;
+    let mut take = |field: &str| -> Result<(&Token<'_>, f64), DatError> {
+        let token = tokens.get(next).ok_or_else(|| DatError::Parse {
+            path: path.to_owned(),
+            line: end.0,
+            column: end.1,
+            field: field.to_owned(),
+            message: "unexpected end of file".to_owned(),
+        })?;
+        next += 1;
+        let value: f64 = token.text.parse().map_err(|_| DatError::Parse {
+            path: path.to_owned(),
+            line: token.line,
+            column: token.column,
+            field: field.to_owned(),
+            message: format!("expected a number, found `{}`", token.text),
+        })?;
+        Ok((token, value))
+    };
+    let as_size = |token: &Token<'_>, value: f64, field: &str| -> Result<usize, DatError> {
+        if value >= 0.0 && value.fract() == 0.0 && value <= 1e6 {
+            Ok(value as usize)
+        } else {
+            Err(DatError::Parse {
+                path: path.to_owned(),
+                line: token.line,
+                column: token.column,
+                field: field.to_owned(),
+                message: format!("expected a size (a non-negative integer), found `{}`", token.text),
+            })
+        }
+    };
+    let (token, value) = take("n")?;
+    let n = as_size(token, value, "n")?;
+    let (token, value) = take("storage")?;
+    if value != 0.0 {
+        return Err(DatError::Parse {
+            path: path.to_owned(),
+            line: token.line,
+            column: token.column,
+            field: "storage".to_owned(),
+            message: format!("only dense storage (0) is supported, found `{}`", token.text),
+        });
+    }
+    for field in ["rows", "columns", "rows", "columns"] {
+        let (token, value) = take(field)?;
+        let size = as_size(token, value, field)?;
+        if size != n {
+            return Err(DatError::Parse {
+                path: path.to_owned(),
+                line: token.line,
+                column: token.column,
+                field: field.to_owned(),
+                message: format!("expected {n} (the problem size), found {size}"),
+            });
+        }
+    }
+    let mut m = DMatrix::zeros(n, n);
+    for col in 0..n {
+        for row in 0..n {
+            let field = format!("M[{},{}]", row + 1, col + 1);
+            m[(row, col)] = finite(take(&field)?, &field, path)?;
+        }
+    }
+    let mut q = DVector::zeros(n);
+    for (i, qi) in q.iter_mut().enumerate() {
+        let field = format!("q[{}]", i + 1);
+        *qi = finite(take(&field)?, &field, path)?;
+    }
+    Lcp::new(m, q).map_err(|e| DatError::Parse {
+        path: path.to_owned(),
+        line: end.0,
+        column: end.1,
+        field: "LCP".to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn finite((token, value): (&Token<'_>, f64), field: &str, path: &Path) -> Result<f64, DatError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(DatError::Parse {
+            path: path.to_owned(),
+            line: token.line,
+            column: token.column,
+            field: field.to_owned(),
+            message: format!("expected a finite number, found `{}`", token.text),
+        })
+    }
+}
+
+/// Reads a `.dat` file.
+pub fn read(path: &Path) -> Result<Lcp, DatError> {
+    let source = std::fs::read_to_string(path).map_err(|source| DatError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&source, path)
+}
+
+/// Formats an LCP as a `.dat` file (values in shortest round-trip form).
+pub fn format(lcp: &Lcp, comment: &str) -> String {
+    let n = lcp.size();
+    let mut out = format!("{n}\n0\n{n}\n{n}\n{n}\t{n}\n");
+    for col in 0..n {
+        let line: Vec<String> = (0..n).map(|row| format!("{:e}", lcp.m[(row, col)])).collect();
+        out.push_str(&line.join(" "));
+        out.push('\n');
+    }
+    let q: Vec<String> = lcp.q.iter().map(|x| format!("{x:e}")).collect();
+    out.push_str(&q.join(" "));
+    out.push('\n');
+    for line in comment.lines() {
+        let _ = writeln!(out, "# {line}");
+    }
+    out
+}
+
+/// Writes an LCP to a `.dat` file.
+pub fn write(lcp: &Lcp, path: &Path, comment: &str) -> Result<(), DatError> {
+    std::fs::write(path, format(lcp, comment)).map_err(|source| DatError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}

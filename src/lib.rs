@@ -1,0 +1,16 @@
+//! contactlab: rigid-body dynamics with contact, impacts and Coulomb friction,
+//! stepped by complementarity time-stepping.
+//!
+//! Data flows one way: a scene file is loaded into a model; the model and the
+//! state are assembled into step data; a stepper turns that into an LCP solved by
+//! [`lcp::lemke`]; the impulses give the new state. The physics core never imports
+//! Bevy; the viewer (feature `viewer`) is a thin shell over it.
+
+pub mod geometry;
+pub mod lcp;
+pub mod model;
+pub mod params;
+pub mod stepper;
+pub mod scene;
+pub mod cli;
+pub mod sim;

@@ -1,0 +1,30 @@
+//! The `contactlab` binary: the viewer (feature `viewer`), `run` and `lcp`.
+
+use clap::Parser;
+use contactlab::cli::{Cli, dispatch};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(command) => dispatch(command),
+        None => open_viewer(cli.view),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("contactlab: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(feature = "viewer")]
+fn open_viewer(args: contactlab::cli::ViewArgs) -> Result<(), String> {
+    contactlab::viewer::run(args)
+}
+
+#[cfg(not(feature = "viewer"))]
+fn open_viewer(_args: contactlab::cli::ViewArgs) -> Result<(), String> {
+    Err("this build has no viewer (built without the `viewer` feature); use `contactlab run` or `contactlab lcp`".to_owned())
+}

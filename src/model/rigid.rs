@@ -1,0 +1,522 @@
+//! Rigid bodies in the plane (q = (x, y, θ), M = diag(m, m, J)) or in space
+//! (position + unit quaternion; linear velocity + body-axis angular velocity, so
+//! M = diag(m I, J_body) is constant as in Anitescu–Potra §2.3.5), touching each
+//! other and static half-spaces.
+
+use super::{Contact, ContactFrame, ContactId, Other, pyramid_directions};
+use crate::geometry::{PairContact, Shape, pair};
+use nalgebra::{
+    DMatrix, DVector, Isometry2, Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion,
+    Vector2, Vector3,
+};
+use serde::{Deserialize, Serialize};
+
+/// Whether bodies move in the x–y plane or in space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dimension {
+    /// Bodies move in the x–y plane (y up unless gravity says otherwise).
+    Planar,
+    /// Bodies move in space.
+    Spatial,
+}
+
+/// A rigid body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Body {
+    /// Unique name (CSV columns are `name.x`, …).
+    pub name: String,
+    /// Its shape in body axes.
+    pub shape: Shape,
+    /// Mass, kg.
+    pub mass: f64,
+    /// Principal moments of inertia about the body axes, kg·m² (the plane uses z).
+    pub inertia: Vector3<f64>,
+}
+
+/// A static half-space {x : n̄·x ≥ offset} bounding the admissible region: a
+/// table, an incline or a wall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HalfSpace {
+    /// Unique name.
+    pub name: String,
+    /// Unit normal pointing out of the solid, into the free space.
+    pub normal: Vector3<f64>,
+    /// n̄·x of the surface, m.
+    pub offset: f64,
+}
+
+/// Rigid bodies, static surfaces and gravity.
+#[derive(Debug, Clone)]
+pub struct RigidSystem {
+    /// Plane or space.
+    pub dimension: Dimension,
+    /// The moving bodies.
+    pub bodies: Vec<Body>,
+    /// The static half-spaces.
+    pub surfaces: Vec<HalfSpace>,
+    /// Gravitational acceleration, m/s² (z ignored in the plane).
+    pub gravity: Vector3<f64>,
+    mass: DMatrix<f64>,
+    mass_inverse: DMatrix<f64>,
+}
+
+impl RigidSystem {
+    /// Builds the system and its constant mass matrix. Masses and inertias must be
+    /// positive (the scene loader checks this and names the field).
+    pub fn new(
+        dimension: Dimension,
+        bodies: Vec<Body>,
+        surfaces: Vec<HalfSpace>,
+        gravity: Vector3<f64>,
+    ) -> Self {
+        let per = velocity_size(dimension);
+        let dof = per * bodies.len();
+        let mut mass = DMatrix::zeros(dof, dof);
+        for (i, body) in bodies.iter().enumerate() {
+            let o = i * per;
+            match dimension {
+                Dimension::Planar => {
+                    mass[(o, o)] = body.mass;
+                    mass[(o + 1, o + 1)] = body.mass;
+                    mass[(o + 2, o + 2)] = body.inertia.z;
+                }
+                Dimension::Spatial => {
+                    for a in 0..3 {
+                        mass[(o + a, o + a)] = body.mass;
+                        mass[(o + 3 + a, o + 3 + a)] = body.inertia[a];
+                    }
+                }
+            }
+        }
+        let mass_inverse = DMatrix::from_diagonal(&mass.diagonal().map(|m| 1.0 / m));
+        Self {
+            dimension,
+            bodies,
+            surfaces,
+            gravity,
+            mass,
+            mass_inverse,
+        }
+    }
+
+    /// Number of generalized velocities.
+    pub fn dof(&self) -> usize {
+        velocity_size(self.dimension) * self.bodies.len()
+    }
+
+    /// Number of generalized coordinates.
+    pub fn config_size(&self) -> usize {
+        position_size(self.dimension) * self.bodies.len()
+    }
+
+    /// The constant mass matrix.
+    pub fn mass_matrix(&self) -> &DMatrix<f64> {
+        &self.mass
+    }
+
+    /// Its inverse.
+    pub fn mass_inverse(&self) -> &DMatrix<f64> {
+        &self.mass_inverse
+    }
+
+    /// The unit vector opposite to gravity (z when there is none in space, y in
+    /// the plane).
+    pub fn up(&self) -> Vector3<f64> {
+        let g = self.gravity_in_plane();
+        if g.norm() > 0.0 {
+            -g.normalize()
+        } else if self.dimension == Dimension::Planar {
+            Vector3::y()
+        } else {
+            Vector3::z()
+        }
+    }
+
+    fn gravity_in_plane(&self) -> Vector3<f64> {
+        match self.dimension {
+            Dimension::Planar => Vector3::new(self.gravity.x, self.gravity.y, 0.0),
+            Dimension::Spatial => self.gravity,
+        }
+    }
+
+    /// Index of the body named `name`.
+    pub fn body_index(&self, name: &str) -> Option<usize> {
+        self.bodies.iter().position(|b| b.name == name)
+    }
+
+    /// The largest body extent, m.
+    pub fn length_scale(&self) -> f64 {
+        self.bodies
+            .iter()
+            .map(|b| bounding_radius(&b.shape))
+            .fold(0.0, f64::max)
+            .max(1e-3)
+    }
+
+    /// Position of body i's centre of mass, m.
+    pub fn position(&self, q: &DVector<f64>, i: usize) -> Vector3<f64> {
+        let o = i * position_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => Vector3::new(q[o], q[o + 1], 0.0),
+            Dimension::Spatial => Vector3::new(q[o], q[o + 1], q[o + 2]),
+        }
+    }
+
+    /// Orientation of body i.
+    pub fn rotation(&self, q: &DVector<f64>, i: usize) -> UnitQuaternion<f64> {
+        let o = i * position_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => UnitQuaternion::from_axis_angle(&Vector3::z_axis(), q[o + 2]),
+            Dimension::Spatial => UnitQuaternion::from_quaternion(Quaternion::new(
+                q[o + 3],
+                q[o + 4],
+                q[o + 5],
+                q[o + 6],
+            )),
+        }
+    }
+
+    /// Linear velocity of body i's centre of mass, m/s.
+    pub fn linear_velocity(&self, v: &DVector<f64>, i: usize) -> Vector3<f64> {
+        let o = i * velocity_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => Vector3::new(v[o], v[o + 1], 0.0),
+            Dimension::Spatial => Vector3::new(v[o], v[o + 1], v[o + 2]),
+        }
+    }
+
+    /// Angular velocity of body i in world axes, rad/s.
+    pub fn angular_velocity(&self, q: &DVector<f64>, v: &DVector<f64>, i: usize) -> Vector3<f64> {
+        let o = i * velocity_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => Vector3::new(0.0, 0.0, v[o + 2]),
+            Dimension::Spatial => {
+                self.rotation(q, i) * Vector3::new(v[o + 3], v[o + 4], v[o + 5])
+            }
+        }
+    }
+
+    /// Gravity and, in space, the gyroscopic torque −ω × Jω in body axes.
+    pub fn forces(&self, _q: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
+        let per = velocity_size(self.dimension);
+        let mut k = DVector::zeros(self.dof());
+        for (i, body) in self.bodies.iter().enumerate() {
+            let o = i * per;
+            match self.dimension {
+                Dimension::Planar => {
+                    k[o] = body.mass * self.gravity.x;
+                    k[o + 1] = body.mass * self.gravity.y;
+                }
+                Dimension::Spatial => {
+                    for a in 0..3 {
+                        k[o + a] = body.mass * self.gravity[a];
+                    }
+                    let w = Vector3::new(v[o + 3], v[o + 4], v[o + 5]);
+                    let jw = body.inertia.component_mul(&w);
+                    let gyro = -w.cross(&jw);
+                    for a in 0..3 {
+                        k[o + 3 + a] = gyro[a];
+                    }
+                }
+            }
+        }
+        k
+    }
+
+    /// q advanced by h v: x += h v, θ += h ω in the plane, R ← R exp(h ω_body)
+    /// in space (exact for constant ω, so the quaternion stays unit).
+    pub fn integrate(&self, q: &DVector<f64>, v: &DVector<f64>, h: f64) -> DVector<f64> {
+        let mut out = q.clone();
+        let (pq, pv) = (position_size(self.dimension), velocity_size(self.dimension));
+        for i in 0..self.bodies.len() {
+            let (oq, ov) = (i * pq, i * pv);
+            match self.dimension {
+                Dimension::Planar => {
+                    for a in 0..3 {
+                        out[oq + a] += h * v[ov + a];
+                    }
+                }
+                Dimension::Spatial => {
+                    for a in 0..3 {
+                        out[oq + a] += h * v[ov + a];
+                    }
+                    let w = Vector3::new(v[ov + 3], v[ov + 4], v[ov + 5]);
+                    let r = self.rotation(q, i) * UnitQuaternion::from_scaled_axis(w * h);
+                    let r = UnitQuaternion::new_normalize(*r.quaternion());
+                    out[oq + 3] = r.w;
+                    out[oq + 4] = r.i;
+                    out[oq + 5] = r.j;
+                    out[oq + 6] = r.k;
+                }
+            }
+        }
+        out
+    }
+
+    /// Gravitational potential energy −Σ m g·x, J.
+    pub fn potential_energy(&self, q: &DVector<f64>) -> f64 {
+        let g = self.gravity_in_plane();
+        (0..self.bodies.len())
+            .map(|i| -self.bodies[i].mass * g.dot(&self.position(q, i)))
+            .sum()
+    }
+
+    /// Every potential contact at q with gap ≤ margin.
+    pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
+        let mut out = Vec::new();
+        for (i, body) in self.bodies.iter().enumerate() {
+            let x = self.position(q, i);
+            let r = self.rotation(q, i);
+            for (s, surface) in self.surfaces.iter().enumerate() {
+                for (feature, witness, radius) in surface_features(&body.shape, &x, &r, self.dimension)
+                {
+                    let gap = surface.normal.dot(&witness) - surface.offset - radius;
+                    if gap <= margin {
+                        let point = witness - surface.normal * radius;
+                        let id = ContactId {
+                            a: i,
+                            b: Other::Surface(s),
+                            feature,
+                        };
+                        out.push(self.contact(q, id, gap, point, None, surface.normal, edges));
+                    }
+                }
+            }
+        }
+        for i in 0..self.bodies.len() {
+            for j in i + 1..self.bodies.len() {
+                for pc in self.pair_contacts(q, i, j, margin) {
+                    let id = ContactId {
+                        a: i,
+                        b: Other::Body(j),
+                        feature: pc.feature,
+                    };
+                    out.push(self.contact(
+                        q,
+                        id,
+                        pc.gap,
+                        pc.point_a,
+                        Some((j, pc.point_b)),
+                        pc.normal,
+                        edges,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn pair_contacts(&self, q: &DVector<f64>, i: usize, j: usize, margin: f64) -> Vec<PairContact> {
+        let (a, b) = (&self.bodies[i], &self.bodies[j]);
+        let (xa, xb) = (self.position(q, i), self.position(q, j));
+        let reach = bounding_radius(&a.shape) + bounding_radius(&b.shape) + margin;
+        if (xa - xb).norm() > reach {
+            return Vec::new();
+        }
+        match self.dimension {
+            Dimension::Planar => {
+                let pose = |x: Vector3<f64>, k: usize| {
+                    let o = k * position_size(self.dimension);
+                    Isometry2::new(Vector2::new(x.x, x.y), q[o + 2])
+                };
+                pair::contacts_2d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+            }
+            Dimension::Spatial => {
+                let pose = |x: Vector3<f64>, k: usize| {
+                    Isometry3::from_parts(Translation3::from(x), self.rotation(q, k))
+                };
+                pair::contacts_3d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+            }
+        }
+    }
+
+    /// Maps a world contact (point on body a, optional body b with its point,
+    /// normal from b into a) to generalized n and D.
+    #[allow(clippy::too_many_arguments)]
+    fn contact(
+        &self,
+        q: &DVector<f64>,
+        id: ContactId,
+        gap: f64,
+        point_a: Vector3<f64>,
+        b: Option<(usize, Vector3<f64>)>,
+        normal: Vector3<f64>,
+        edges: usize,
+    ) -> Contact {
+        let k = match self.dimension {
+            Dimension::Planar => 2,
+            Dimension::Spatial => edges,
+        };
+        let tangents = match self.dimension {
+            Dimension::Planar => {
+                let t = Vector3::new(-normal.y, normal.x, 0.0);
+                vec![t, -t]
+            }
+            Dimension::Spatial => pyramid_directions(&normal, &self.up(), k),
+        };
+        let dof = self.dof();
+        let mut n = DVector::zeros(dof);
+        let mut d = DMatrix::zeros(dof, k);
+        self.add_jacobian(q, id.a, &point_a, 1.0, &normal, &tangents, &mut n, &mut d);
+        if let Some((j, point_b)) = b {
+            self.add_jacobian(q, j, &point_b, -1.0, &normal, &tangents, &mut n, &mut d);
+        }
+        Contact {
+            id,
+            gap,
+            normal: n,
+            friction: d,
+            frame: Some(ContactFrame {
+                point: point_a,
+                normal,
+                tangents,
+            }),
+        }
+    }
+
+    /// Adds sign · (body i's contact Jacobian)ᵀ applied to the normal and
+    /// tangents: [n̄; (r × n̄)_z] in the plane, [n̄; Rᵀ(r × n̄)] in space.
+    #[allow(clippy::too_many_arguments)]
+    fn add_jacobian(
+        &self,
+        q: &DVector<f64>,
+        i: usize,
+        point: &Vector3<f64>,
+        sign: f64,
+        normal: &Vector3<f64>,
+        tangents: &[Vector3<f64>],
+        n: &mut DVector<f64>,
+        d: &mut DMatrix<f64>,
+    ) {
+        let r = point - self.position(q, i);
+        let o = i * velocity_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => {
+                let map = |u: &Vector3<f64>| [u.x, u.y, r.x * u.y - r.y * u.x];
+                for (a, value) in map(normal).into_iter().enumerate() {
+                    n[o + a] += sign * value;
+                }
+                for (c, t) in tangents.iter().enumerate() {
+                    for (a, value) in map(t).into_iter().enumerate() {
+                        d[(o + a, c)] += sign * value;
+                    }
+                }
+            }
+            Dimension::Spatial => {
+                let rt: Matrix3<f64> = self.rotation(q, i).to_rotation_matrix().matrix().transpose();
+                let map = |u: &Vector3<f64>| {
+                    let ang = rt * r.cross(u);
+                    [u.x, u.y, u.z, ang.x, ang.y, ang.z]
+                };
+                for (a, value) in map(normal).into_iter().enumerate() {
+                    n[o + a] += sign * value;
+                }
+                for (c, t) in tangents.iter().enumerate() {
+                    for (a, value) in map(t).into_iter().enumerate() {
+                        d[(o + a, c)] += sign * value;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Coordinates per body.
+pub fn position_size(dimension: Dimension) -> usize {
+    match dimension {
+        Dimension::Planar => 3,
+        Dimension::Spatial => 7,
+    }
+}
+
+/// Velocities per body.
+pub fn velocity_size(dimension: Dimension) -> usize {
+    match dimension {
+        Dimension::Planar => 3,
+        Dimension::Spatial => 6,
+    }
+}
+
+/// Radius of a sphere about the centre of mass containing the shape, m.
+pub fn bounding_radius(shape: &Shape) -> f64 {
+    match *shape {
+        Shape::Sphere { radius } => radius,
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => half_length + radius,
+        Shape::Box { half_extents } => Vector3::from(half_extents).norm(),
+    }
+}
+
+/// The features a shape can touch a half-space with: (feature id, world point,
+/// radius). A sphere touches with its centre (radius r), a capsule with its two
+/// end-cap centres (the paper's rod constraints f± = y ± (l/2) sin θ − ρ), a box
+/// with its corners (radius 0).
+fn surface_features(
+    shape: &Shape,
+    x: &Vector3<f64>,
+    r: &UnitQuaternion<f64>,
+    dimension: Dimension,
+) -> Vec<(u32, Vector3<f64>, f64)> {
+    match *shape {
+        Shape::Sphere { radius } => vec![(0, *x, radius)],
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => [-1.0, 1.0]
+            .iter()
+            .enumerate()
+            .map(|(f, s)| (f as u32, x + r * Vector3::new(s * half_length, 0.0, 0.0), radius))
+            .collect(),
+        Shape::Box { half_extents } => {
+            let [hx, hy, hz] = half_extents;
+            let corners: Vec<Vector3<f64>> = match dimension {
+                Dimension::Planar => [(-1., -1.), (1., -1.), (1., 1.), (-1., 1.)]
+                    .iter()
+                    .map(|(a, b)| Vector3::new(a * hx, b * hy, 0.0))
+                    .collect(),
+                Dimension::Spatial => (0..8)
+                    .map(|c| {
+                        let s = |bit: usize| if c & bit == 0 { -1.0 } else { 1.0 };
+                        Vector3::new(s(1) * hx, s(2) * hy, s(4) * hz)
+                    })
+                    .collect(),
+            };
+            corners
+                .iter()
+                .enumerate()
+                .map(|(f, c)| (f as u32, x + r * c, 0.0))
+                .collect()
+        }
+    }
+}
+
+/// The default principal inertia of a solid shape of mass m, kg·m². In the plane
+/// a sphere is a disk (½ m r² about z).
+pub fn default_inertia(shape: &Shape, mass: f64, dimension: Dimension) -> Vector3<f64> {
+    match *shape {
+        Shape::Sphere { radius } => match dimension {
+            Dimension::Planar => Vector3::repeat(0.5 * mass * radius * radius),
+            Dimension::Spatial => Vector3::repeat(0.4 * mass * radius * radius),
+        },
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => {
+            // A solid cylinder of the capsule's full length: about the axis ½ m r²,
+            // across it m (L²/12 + r²/4).
+            let length = 2.0 * (half_length + radius);
+            let across = mass * (length * length / 12.0 + radius * radius / 4.0);
+            Vector3::new(0.5 * mass * radius * radius, across, across)
+        }
+        Shape::Box { half_extents } => {
+            let [a, b, c] = half_extents.map(|h| 2.0 * h);
+            Vector3::new(
+                mass * (b * b + c * c) / 12.0,
+                mass * (a * a + c * c) / 12.0,
+                mass * (a * a + b * b) / 12.0,
+            )
+        }
+    }
+}

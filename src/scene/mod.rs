@@ -1,0 +1,387 @@
+//! Scene files (RON): loaded and validated in one place, turned into a
+//! [`Model`], the initial [`State`] and the scene's [`Params`].
+//!
+//! A scene names its bodies, shapes, initial state, gravity, the stepper
+//! settings (h, k edges, μ, duration …) and a camera hint for the viewer. Every
+//! error names the file, the line and column, and the field. See `scenes/*.ron`
+//! for examples and the README for the format.
+
+mod locate;
+mod spec;
+
+pub use spec::{
+    BodySpec, CameraHint, HarmonicSpec, LinearSpec, Orientation, RigidSpec, SceneFile, SurfaceSpec,
+    SystemSpec, AffineContactSpec,
+};
+
+use crate::model::rigid::{default_inertia, position_size, velocity_size};
+use crate::model::{
+    AffineContact, Body, Dimension, HalfSpace, Harmonic, LinearSystem, Model, RigidSystem, State,
+};
+use crate::params::Params;
+use locate::locate;
+use nalgebra::{DMatrix, DVector, Quaternion, UnitQuaternion, Vector3};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a scene could not be loaded.
+#[derive(Debug, Error)]
+pub enum SceneError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file is not valid RON for a scene, or a value is out of range.
+    #[error("{}:{line}:{column}: {field}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The field, as a path like `bodies[2].mass` (or `syntax`).
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// A loaded, validated scene.
+#[derive(Debug, Clone)]
+pub struct Scene {
+    /// Display name.
+    pub name: String,
+    /// One paragraph on what the scene shows.
+    pub description: String,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// The mechanical model.
+    pub model: Model,
+    /// The initial state.
+    pub initial: State,
+    /// The scene's parameters (before CLI or panel overrides).
+    pub params: Params,
+    /// Where the viewer's camera should look.
+    pub camera: CameraHint,
+    /// The parsed file, for the viewer (surface sizes, drawing hints).
+    pub file: SceneFile,
+}
+
+/// Loads and validates a scene file.
+pub fn load(path: &Path) -> Result<Scene, SceneError> {
+    let source = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&source, path)
+}
+
+/// Parses and validates scene text; `path` names it in errors.
+pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
+    let options = ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+    let file: SceneFile = options.from_str(source).map_err(|e| {
+        let field = match &e.code {
+            ron::Error::NoSuchStructField { found, .. } => found.clone(),
+            ron::Error::MissingStructField { field, .. } => field.to_string(),
+            ron::Error::DuplicateStructField { field, .. } => field.to_string(),
+            _ => "syntax".to_owned(),
+        };
+        SceneError::Invalid {
+            path: path.to_owned(),
+            line: e.span.start.line,
+            column: e.span.start.col,
+            field,
+            message: e.code.to_string(),
+        }
+    })?;
+    build(file, source, path)
+}
+
+struct Checker<'a> {
+    source: &'a str,
+    path: &'a Path,
+}
+
+impl Checker<'_> {
+    /// An error at the field reached by following `anchors` through the text.
+    fn error(&self, anchors: &[&str], field: impl Into<String>, message: impl Into<String>) -> SceneError {
+        let (line, column) = locate(self.source, anchors);
+        SceneError::Invalid {
+            path: self.path.to_owned(),
+            line,
+            column,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    fn positive(&self, value: f64, anchors: &[&str], field: &str) -> Result<(), SceneError> {
+        if value.is_finite() && value > 0.0 {
+            Ok(())
+        } else {
+            Err(self.error(anchors, field, format!("must be a positive number, found {value}")))
+        }
+    }
+}
+
+fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError> {
+    let check = Checker { source, path };
+    let params = file.params.clone();
+    let planar = match &file.system {
+        SystemSpec::Rigid(r) => r.dimension == Dimension::Planar,
+        SystemSpec::Linear(_) => true,
+    };
+    validate_params(&params, planar).map_err(|(field, message)| {
+        check.error(&["params", field], format!("params.{field}"), message)
+    })?;
+    let (model, initial) = match &file.system {
+        SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
+        SystemSpec::Linear(spec) => build_linear(spec, &check)?,
+    };
+    Ok(Scene {
+        name: file.name.clone(),
+        description: file.description.clone(),
+        path: path.to_owned(),
+        model,
+        initial,
+        params,
+        camera: file.camera.clone(),
+        file,
+    })
+}
+
+/// Checks parameter ranges; on error returns (field, message). Used for scene
+/// files, CLI overrides and the viewer's panel alike.
+pub fn validate_params(params: &Params, planar: bool) -> Result<(), (&'static str, String)> {
+    let finite_positive = |x: f64| x.is_finite() && x > 0.0;
+    if !finite_positive(params.dt) {
+        return Err(("dt", format!("the step size h must be positive, found {}", params.dt)));
+    }
+    if !finite_positive(params.duration) {
+        return Err(("duration", format!("must be positive, found {}", params.duration)));
+    }
+    if !(params.mu.is_finite() && params.mu >= 0.0) {
+        return Err(("mu", format!("friction μ must be ≥ 0, found {}", params.mu)));
+    }
+    if !(0.0..=1.0).contains(&params.restitution) {
+        return Err((
+            "restitution",
+            format!("restitution must be in [0, 1], found {}", params.restitution),
+        ));
+    }
+    if !(params.damping.is_finite() && params.damping >= 0.0) {
+        return Err(("damping", format!("must be ≥ 0, found {}", params.damping)));
+    }
+    if !(params.stiffness.is_finite() && params.stiffness >= 0.0) {
+        return Err(("stiffness", format!("must be ≥ 0, found {}", params.stiffness)));
+    }
+    if !planar && params.edges < 3 {
+        return Err((
+            "edges",
+            format!(
+                "a friction pyramid in space needs k ≥ 3 edges, found {}",
+                params.edges
+            ),
+        ));
+    }
+    if params.edges > 256 {
+        return Err(("edges", format!("at most 256 edges, found {}", params.edges)));
+    }
+    if params.ncp_iterations == 0 || params.ncp_iterations > 100 {
+        return Err((
+            "ncp_iterations",
+            format!("must be between 1 and 100, found {}", params.ncp_iterations),
+        ));
+    }
+    Ok(())
+}
+
+fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
+    let dim = spec.dimension;
+    let mut names = HashSet::new();
+    let mut bodies = Vec::new();
+    let (pq, pv) = (position_size(dim), velocity_size(dim));
+    let mut q = DVector::zeros(pq * spec.bodies.len());
+    let mut v = DVector::zeros(pv * spec.bodies.len());
+    for (i, b) in spec.bodies.iter().enumerate() {
+        let quoted = format!("\"{}\"", b.name);
+        let at = |field: &'static str| vec!["bodies", quoted.as_str(), field];
+        let name_of = |field: &str| format!("bodies[{i}].{field}");
+        if !names.insert(b.name.clone()) {
+            return Err(check.error(
+                &["bodies", quoted.as_str(), quoted.as_str()],
+                name_of("name"),
+                format!("duplicate name `{}`: body and surface names must be unique", b.name),
+            ));
+        }
+        check.positive(b.mass, &at("mass"), &name_of("mass"))?;
+        check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
+        let inertia = match b.inertia {
+            Some(j) => {
+                let used: &[usize] = if dim == Dimension::Planar { &[2] } else { &[0, 1, 2] };
+                for &a in used {
+                    check.positive(j[a], &at("inertia"), &name_of("inertia"))?;
+                }
+                Vector3::from(j)
+            }
+            None => default_inertia(&b.shape, b.mass, dim),
+        };
+        let rotation = match b.orientation {
+            Orientation::Angle(a) => UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a),
+            Orientation::AxisAngle(axis, angle) => {
+                let axis = Vector3::from(axis);
+                if axis.norm() == 0.0 || !axis.iter().all(|x| x.is_finite()) {
+                    return Err(check.error(&at("orientation"), name_of("orientation"), "the rotation axis must be a non-zero vector"));
+                }
+                UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(axis), angle)
+            }
+            Orientation::Quaternion([w, x, y, z]) => {
+                let quat = Quaternion::new(w, x, y, z);
+                if quat.norm() == 0.0 || !quat.coords.iter().all(|x| x.is_finite()) {
+                    return Err(check.error(&at("orientation"), name_of("orientation"), "the quaternion must be non-zero"));
+                }
+                UnitQuaternion::from_quaternion(quat)
+            }
+        };
+        if dim == Dimension::Planar && !matches!(b.orientation, Orientation::Angle(_)) {
+            return Err(check.error(&at("orientation"), name_of("orientation"), "planar bodies take `Angle(θ)` (radians about z)"));
+        }
+        let all_finite = b.position.iter().chain(b.velocity.iter()).chain(b.angular_velocity.iter()).all(|x| x.is_finite());
+        if !all_finite {
+            return Err(check.error(&at("position"), name_of("position"), "positions and velocities must be finite"));
+        }
+        let (oq, ov) = (i * pq, i * pv);
+        match dim {
+            Dimension::Planar => {
+                let Orientation::Angle(theta) = b.orientation else { unreachable!("checked above") };
+                q.rows_mut(oq, 3).copy_from_slice(&[b.position[0], b.position[1], theta]);
+                v.rows_mut(ov, 3).copy_from_slice(&[b.velocity[0], b.velocity[1], b.angular_velocity[2]]);
+            }
+            Dimension::Spatial => {
+                q.rows_mut(oq, 3).copy_from_slice(&b.position);
+                q.rows_mut(oq + 3, 4).copy_from_slice(&[rotation.w, rotation.i, rotation.j, rotation.k]);
+                v.rows_mut(ov, 3).copy_from_slice(&b.velocity);
+                // The scene gives ω in world axes; the state keeps body axes.
+                let body_w = rotation.inverse() * Vector3::from(b.angular_velocity);
+                v.rows_mut(ov + 3, 3).copy_from(&body_w);
+            }
+        }
+        bodies.push(Body {
+            name: b.name.clone(),
+            shape: b.shape,
+            mass: b.mass,
+            inertia,
+        });
+    }
+    let mut surfaces = Vec::new();
+    for (i, s) in spec.surfaces.iter().enumerate() {
+        let quoted = format!("\"{}\"", s.name);
+        if !names.insert(s.name.clone()) {
+            return Err(check.error(
+                &["surfaces", quoted.as_str(), quoted.as_str()],
+                format!("surfaces[{i}].name"),
+                format!("duplicate name `{}`: body and surface names must be unique", s.name),
+            ));
+        }
+        let normal = Vector3::from(s.normal);
+        if normal.norm() == 0.0 || !normal.iter().all(|x| x.is_finite()) || (dim == Dimension::Planar && normal.z != 0.0) {
+            return Err(check.error(
+                &["surfaces", quoted.as_str(), "normal"],
+                format!("surfaces[{i}].normal"),
+                "must be a non-zero finite vector (with z = 0 in planar scenes)",
+            ));
+        }
+        let normal = normal.normalize();
+        surfaces.push(HalfSpace {
+            name: s.name.clone(),
+            normal,
+            offset: normal.dot(&Vector3::from(s.point)),
+        });
+    }
+    if !spec.gravity.iter().all(|x| x.is_finite()) {
+        return Err(check.error(&["gravity"], "gravity", "must be finite"));
+    }
+    let system = RigidSystem::new(dim, bodies, surfaces, Vector3::from(spec.gravity));
+    Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
+}
+
+fn check_shape(shape: &crate::geometry::Shape, check: &Checker<'_>, anchors: &[&str], field: &str) -> Result<(), SceneError> {
+    use crate::geometry::Shape;
+    let ok = match *shape {
+        Shape::Sphere { radius } => radius.is_finite() && radius > 0.0,
+        Shape::Capsule { half_length, radius } => half_length.is_finite() && half_length >= 0.0 && radius.is_finite() && radius > 0.0,
+        Shape::Box { half_extents } => half_extents.iter().all(|h| h.is_finite() && *h > 0.0),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(check.error(anchors, field, "shape dimensions must be positive"))
+    }
+}
+
+fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
+    let n = spec.coordinates.len();
+    if n == 0 {
+        return Err(check.error(&["coordinates"], "coordinates", "a linear system needs at least one coordinate"));
+    }
+    let mut names = HashSet::new();
+    for (i, c) in spec.coordinates.iter().enumerate() {
+        if !names.insert(c) {
+            return Err(check.error(&["coordinates"], format!("coordinates[{i}]"), format!("duplicate name `{c}`")));
+        }
+    }
+    let matrix = |rows: &Option<Vec<Vec<f64>>>, field: &'static str| -> Result<DMatrix<f64>, SceneError> {
+        match rows {
+            None => Ok(DMatrix::zeros(n, n)),
+            Some(rows) => {
+                if rows.len() != n || rows.iter().any(|r| r.len() != n) {
+                    return Err(check.error(&[field], field, format!("must be {n}×{n} (one row per coordinate)")));
+                }
+                if rows.iter().flatten().any(|x| !x.is_finite()) {
+                    return Err(check.error(&[field], field, "entries must be finite"));
+                }
+                Ok(DMatrix::from_fn(n, n, |i, j| rows[i][j]))
+            }
+        }
+    };
+    let vector = |values: &Option<Vec<f64>>, anchors: &[&str], field: String| -> Result<DVector<f64>, SceneError> {
+        match values {
+            None => Ok(DVector::zeros(n)),
+            Some(v) if v.len() == n && v.iter().all(|x| x.is_finite()) => Ok(DVector::from_column_slice(v)),
+            Some(_) => Err(check.error(anchors, field, format!("must have {n} finite entries (one per coordinate)"))),
+        }
+    };
+    let mass = matrix(&Some(spec.mass.clone()), "mass")?;
+    let stiffness = matrix(&spec.stiffness, "stiffness")?;
+    let damping = matrix(&spec.damping, "damping")?;
+    let force = vector(&spec.force, &["force"], "force".into())?;
+    let q = vector(&Some(spec.initial_position.clone()), &["initial_position"], "initial_position".into())?;
+    let v = vector(&Some(spec.initial_velocity.clone()), &["initial_velocity"], "initial_velocity".into())?;
+    let mut harmonics = Vec::new();
+    for (i, h) in spec.harmonics.iter().enumerate() {
+        let amplitude = vector(&Some(h.amplitude.clone()), &["harmonics", "amplitude"], format!("harmonics[{i}].amplitude"))?;
+        if !(h.omega.is_finite() && h.phase.is_finite()) {
+            return Err(check.error(&["harmonics", "omega"], format!("harmonics[{i}].omega"), "must be finite"));
+        }
+        harmonics.push(Harmonic { amplitude, omega: h.omega, phase: h.phase });
+    }
+    let mut contacts = Vec::new();
+    for (i, c) in spec.contacts.iter().enumerate() {
+        let quoted = format!("\"{}\"", c.name);
+        let w_n = vector(&Some(c.w_n.clone()), &["contacts", quoted.as_str(), "w_n"], format!("contacts[{i}].w_n"))?;
+        let w_t = vector(&Some(c.w_t.clone()), &["contacts", quoted.as_str(), "w_t"], format!("contacts[{i}].w_t"))?;
+        if !c.g0.is_finite() || w_n.norm() == 0.0 {
+            return Err(check.error(&["contacts", quoted.as_str(), "w_n"], format!("contacts[{i}].w_n"), "g0 must be finite and w_n non-zero"));
+        }
+        contacts.push(AffineContact { name: c.name.clone(), g0: c.g0, w_n, w_t });
+    }
+    let system = LinearSystem::new(spec.coordinates.clone(), mass, stiffness, damping, force, harmonics, contacts)
+        .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
+    Ok((Model::Linear(system), State { q, v, t: 0.0 }))
+}

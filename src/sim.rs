@@ -1,0 +1,104 @@
+//! A running simulation: a scene, the live parameters, the state and the
+//! stepper. The headless runner and the viewer both drive this one type.
+
+use crate::lcp::LcpStatus;
+use crate::model::{Model, State};
+use crate::params::{Params, StepperKind};
+use crate::scene::{Scene, validate_params};
+use crate::stepper::{StepReport, StewartTrinkle};
+use thiserror::Error;
+
+/// Why a step was not taken.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum StepError {
+    /// A parameter is out of range (e.g. h ≤ 0); the state is unchanged.
+    #[error("parameter {field}: {message}")]
+    InvalidParams {
+        /// The parameter.
+        field: &'static str,
+        /// What is allowed.
+        message: String,
+    },
+}
+
+/// A scene being simulated.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// The loaded scene (model, initial state, drawing hints).
+    pub scene: Scene,
+    /// The live parameters; edit them between steps.
+    pub params: Params,
+    /// The current state.
+    pub state: State,
+    /// Steps taken since the start or the last reset.
+    pub steps: u64,
+    /// The report of the last step.
+    pub last: Option<StepReport>,
+    stewart_trinkle: StewartTrinkle,
+}
+
+impl Simulation {
+    /// Starts a scene with its own parameters.
+    pub fn new(scene: Scene) -> Self {
+        let params = scene.params.clone();
+        Self::with_params(scene, params)
+    }
+
+    /// Starts a scene with the given parameters (checked at each step).
+    pub fn with_params(scene: Scene, params: Params) -> Self {
+        Self {
+            state: scene.initial.clone(),
+            params,
+            steps: 0,
+            last: None,
+            stewart_trinkle: StewartTrinkle::default(),
+            scene,
+        }
+    }
+
+    /// The mechanical model.
+    pub fn model(&self) -> &Model {
+        &self.scene.model
+    }
+
+    /// Keep each step's final LCP in its report (for dumping).
+    pub fn set_record_lcp(&mut self, on: bool) {
+        self.stewart_trinkle.record_lcp = on;
+    }
+
+    /// Checks the live parameters against the model.
+    pub fn check_params(&self) -> Result<(), StepError> {
+        validate_params(&self.params, self.model().is_planar())
+            .map_err(|(field, message)| StepError::InvalidParams { field, message })
+    }
+
+    /// Takes one step of size `params.dt`. A step whose LCP is not solved leaves
+    /// the state unchanged; its report says why.
+    pub fn step(&mut self) -> Result<&StepReport, StepError> {
+        self.check_params()?;
+        let report = match self.params.stepper {
+            StepperKind::StewartTrinkle => {
+                self.stewart_trinkle
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
+        };
+        if report.status == LcpStatus::Solved {
+            self.steps += 1;
+        }
+        Ok(self.last.insert(report))
+    }
+
+    /// Back to the initial state (parameters are kept).
+    pub fn reset(&mut self) {
+        self.state = self.scene.initial.clone();
+        self.steps = 0;
+        self.last = None;
+        self.stewart_trinkle.clear();
+    }
+
+    /// Kinetic and potential energy of the current state, J.
+    pub fn energy(&self) -> (f64, f64) {
+        self.model()
+            .energy(&self.state.q, &self.state.v, &self.params)
+    }
+}

@@ -1,0 +1,110 @@
+//! Time-stepping schemes. A stepper turns the model's contacts at the current
+//! state into an LCP, solves it with [`crate::lcp::lemke`], and applies the
+//! impulses to get the next state and a [`StepReport`].
+//!
+//! Contact geometry, Jacobians and friction pyramids come from the model; the
+//! LCP assembly shared by the steppers lives in [`assembly`].
+
+pub mod assembly;
+pub mod stewart_trinkle;
+
+use crate::lcp::{Lcp, LcpStatus};
+use crate::model::{ContactFrame, ContactId};
+use nalgebra::Vector3;
+use std::time::Duration;
+
+pub use stewart_trinkle::StewartTrinkle;
+
+/// What a contact did during a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContactState {
+    /// Normal impulse and zero relative tangential velocity.
+    Stick,
+    /// Normal impulse and sliding: the friction impulse is on the pyramid's boundary.
+    Slip,
+    /// No normal impulse: the contact is open or opening.
+    Separating,
+}
+
+impl ContactState {
+    /// Lower-case name for tables and the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Stick => "stick",
+            Self::Slip => "slip",
+            Self::Separating => "separating",
+        }
+    }
+}
+
+/// One contact of the step's LCP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContactReport {
+    /// Which features.
+    pub id: ContactId,
+    /// Gap at the end of the step (evaluated at the new q), m.
+    pub gap: f64,
+    /// Normal impulse c_n over the step, N·s.
+    pub normal_impulse: f64,
+    /// Friction impulse Σ βᵢ t(θᵢ) in the world, N·s (zero for linear systems).
+    pub friction_impulse: Vector3<f64>,
+    /// Friction impulse along the generalized tangent (β₀ − β₁ for two directions).
+    pub tangential_impulse: f64,
+    /// Stick, slip or separating.
+    pub state: ContactState,
+    /// Where it is, with the pyramid's edge directions.
+    pub frame: Option<ContactFrame>,
+}
+
+/// Wall-clock split of one step, for the benchmarks and the viewer's plot.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepTimings {
+    /// Contact detection and Jacobians.
+    pub geometry: Duration,
+    /// Building the LCP matrix and vector.
+    pub lcp_build: Duration,
+    /// Lemke pivots.
+    pub lemke: Duration,
+    /// Everything.
+    pub total: Duration,
+}
+
+/// Everything a step recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepReport {
+    /// Time at the end of the step, s.
+    pub t: f64,
+    /// The contacts of the final LCP.
+    pub contacts: Vec<ContactReport>,
+    /// Size of the final LCP.
+    pub lcp_size: usize,
+    /// Lemke pivots over all LCPs of the step.
+    pub pivots: usize,
+    /// LCPs solved (NCP iterations × active-set rounds).
+    pub solves: usize,
+    /// Status of the last solve; anything but `Solved` leaves the state unchanged.
+    pub status: LcpStatus,
+    /// Relative complementarity residual of the last solve.
+    pub residual: f64,
+    /// Kinetic energy after the step, J.
+    pub kinetic_energy: f64,
+    /// Potential energy after the step, J.
+    pub potential_energy: f64,
+    /// Smallest gap among the contacts near the new configuration, m (∞ when none
+    /// is within the contact margin).
+    pub min_gap: f64,
+    /// Where the time went.
+    pub timings: StepTimings,
+    /// The final LCP, when the stepper was asked to keep it (`--dump-lcp`).
+    pub lcp: Option<Lcp>,
+}
+
+impl StepReport {
+    /// Number of contacts that carry a normal impulse.
+    pub fn active_contacts(&self) -> usize {
+        self.contacts
+            .iter()
+            .filter(|c| c.state != ContactState::Separating)
+            .count()
+    }
+}

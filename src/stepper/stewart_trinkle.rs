@@ -1,0 +1,290 @@
+//! The Stewart–Trinkle (1996) implicit time-stepping scheme, eq. (25)–(29).
+//!
+//! One step from (qˡ, vˡ):
+//! - M, n, D are evaluated at the predicted q̂ = qˡ + h vˡ, the force k at the
+//!   midpoint qˡ + h vˡ/2 (§3, remark 4);
+//! - each contact's constraint is linearized at q̂: f(q̂) + nᵀ(qˡ⁺¹ − q̂) ≥ 0 with
+//!   qˡ⁺¹ = qˡ + h vˡ⁺¹, i.e. σ = nᵀvˡ⁺¹ + (nᵀqˡ − α₀)/h ≥ 0 where
+//!   (nᵀqˡ − α₀)/h = f(q̂)/h − nᵀv̂ (v̂ the velocity q̂ was predicted with);
+//! - the mixed LCP (25)–(28) is reduced to the pure LCP (29) and solved by Lemke;
+//! - active set (§4): the contacts active at the previous step plus those violated
+//!   at q̂; after the solve, contacts violated at qˡ⁺¹ are added and the step is
+//!   solved again;
+//! - the nonlinear version (§3.6) repeats the solve with n, D re-evaluated at the
+//!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized).
+
+use super::assembly::Impulses;
+use super::{ContactReport, ContactState, StepReport, StepTimings};
+use crate::lcp::{self, LcpStatus, LemkeOptions};
+use crate::model::{Contact, ContactId, Model, State};
+use crate::params::Params;
+use nalgebra::{DVector, Vector3};
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// Active-set rounds per fixed-point iteration before giving up on adding
+/// contacts found violated after the solve.
+const MAX_ROUNDS: usize = 8;
+
+/// The stepper and what it remembers between steps: the active set and the last
+/// LCP basis (a warm start when the same contacts are active again).
+#[derive(Debug, Clone, Default)]
+pub struct StewartTrinkle {
+    active: BTreeSet<ContactId>,
+    warm: Option<(Vec<ContactId>, Vec<usize>)>,
+    /// Keep each step's final LCP in the report (for `--dump-lcp`).
+    pub record_lcp: bool,
+}
+
+impl StewartTrinkle {
+    /// Forgets the active set and warm start (after a reset or a scene change).
+    pub fn clear(&mut self) {
+        self.active.clear();
+        self.warm = None;
+    }
+
+    /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
+    /// state is left unchanged and the report carries the status.
+    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
+        let start = Instant::now();
+        let mut timings = StepTimings::default();
+        let h = params.dt;
+        let minv = model.mass_inverse();
+
+        // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
+        let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+        let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
+        let free = &state.v + minv * force * h;
+        let margin = contact_margin(model, &state.v, h);
+
+        let mut q_hat = model.integrate(&state.q, &state.v, h);
+        let mut v_hat = state.v.clone();
+        let mut pivots = 0;
+        let mut solves = 0;
+        let mut result = None;
+        for _ in 0..params.ncp_iterations.max(1) {
+            let clock = Instant::now();
+            let candidates = model.contacts(&q_hat, params.edges, margin);
+            timings.geometry += clock.elapsed();
+            let mut required = self.active.clone();
+            for round in 0..MAX_ROUNDS {
+                let selected: Vec<&Contact> = candidates
+                    .iter()
+                    .filter(|c| c.gap <= 0.0 || required.contains(&c.id))
+                    .collect();
+                let solved = self.solve(model, params, &selected, &free, &v_hat, &mut timings);
+                pivots += solved.pivots;
+                solves += 1;
+                if solved.status != LcpStatus::Solved {
+                    return self.failed(model, params, state, solved, pivots, solves, timings, start);
+                }
+                let v_new = &free + &solved.velocity_change;
+                let q_new = model.integrate(&state.q, &v_new, h);
+                // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
+                let clock = Instant::now();
+                let after = model.contacts(&q_new, params.edges, 0.0);
+                timings.geometry += clock.elapsed();
+                let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
+                let missing: Vec<ContactId> = after
+                    .iter()
+                    .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id))
+                    .filter(|c| candidates.iter().any(|k| k.id == c.id))
+                    .map(|c| c.id)
+                    .collect();
+                let done = missing.is_empty() || round + 1 == MAX_ROUNDS;
+                required.extend(missing);
+                if done {
+                    result = Some((solved, v_new, q_new, selected.iter().map(|&c| c.clone()).collect::<Vec<_>>()));
+                    break;
+                }
+            }
+            if let Some((_, v_new, q_new, _)) = &result {
+                q_hat = q_new.clone();
+                v_hat = v_new.clone();
+            }
+        }
+        let Some((solved, v_new, q_new, selected)) = result else {
+            unreachable!("MAX_ROUNDS > 0 and ncp_iterations ≥ 1 always produce a result");
+        };
+
+        // The new state, the next active set, the report.
+        let clock = Instant::now();
+        let after = model.contacts(&q_new, params.edges, margin);
+        timings.geometry += clock.elapsed();
+        let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let layout = solved.layout;
+        let scale = solved.velocity_scale;
+        let mut reports = Vec::with_capacity(selected.len());
+        self.active.clear();
+        let mut column = 0;
+        for (j, contact) in selected.iter().enumerate() {
+            let k = contact.friction.ncols();
+            let beta = solved.z.rows(column, k);
+            column += k;
+            let c_n = solved.z[layout.normal(j)];
+            let lambda = solved.z[layout.lambda(j)];
+            let sigma = solved.w[layout.normal(j)];
+            let impulse_tol = 1e-9 * solved.z.amax();
+            let state_j = if c_n <= impulse_tol {
+                ContactState::Separating
+            } else if lambda > 1e-9 * scale {
+                ContactState::Slip
+            } else {
+                ContactState::Stick
+            };
+            if c_n > impulse_tol || sigma <= 1e-9 * scale {
+                self.active.insert(contact.id);
+            }
+            let friction_impulse = contact
+                .frame
+                .as_ref()
+                .map(|f| {
+                    f.tangents
+                        .iter()
+                        .zip(beta.iter())
+                        .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
+                })
+                .unwrap_or_else(Vector3::zeros);
+            let tangential_impulse = if k == 2 { beta[0] - beta[1] } else { friction_impulse.norm() };
+            let gap = after
+                .iter()
+                .find(|c| c.id == contact.id)
+                .map_or(contact.gap + h * contact.normal.dot(&(&v_new - &v_hat)), |c| c.gap);
+            reports.push(ContactReport {
+                id: contact.id,
+                gap,
+                normal_impulse: c_n,
+                friction_impulse,
+                tangential_impulse,
+                state: state_j,
+                frame: contact.frame.clone(),
+            });
+        }
+        state.q = q_new;
+        state.v = v_new;
+        state.t += h;
+        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
+        timings.total = start.elapsed();
+        StepReport {
+            t: state.t,
+            contacts: reports,
+            lcp_size: layout.size(),
+            pivots,
+            solves,
+            status: LcpStatus::Solved,
+            residual: solved.residual,
+            kinetic_energy: kinetic,
+            potential_energy: potential,
+            min_gap,
+            timings,
+            lcp: solved.lcp,
+        }
+    }
+
+    /// Builds and solves (29) for the selected contacts.
+    fn solve(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        selected: &[&Contact],
+        free: &DVector<f64>,
+        v_hat: &DVector<f64>,
+        timings: &mut StepTimings,
+    ) -> Solved {
+        let h = params.dt;
+        let clock = Instant::now();
+        let impulses = Impulses::new(selected, model.mass_inverse(), model.dof());
+        let gap_terms: Vec<f64> = selected
+            .iter()
+            .map(|c| c.gap / h - c.normal.dot(v_hat))
+            .collect();
+        let mu = vec![params.mu; selected.len()];
+        let problem = impulses.lcp(selected, free, &gap_terms, &mu);
+        timings.lcp_build += clock.elapsed();
+
+        let ids: Vec<ContactId> = selected.iter().map(|c| c.id).collect();
+        let warm_start = self
+            .warm
+            .as_ref()
+            .filter(|(previous, _)| *previous == ids)
+            .map(|(_, basis)| basis.clone());
+        let clock = Instant::now();
+        let options = LemkeOptions {
+            warm_start,
+            ..LemkeOptions::default()
+        };
+        let solution = match lcp::solve(&problem, &options) {
+            Ok(s) => s,
+            Err(_) => lcp::solve(&problem, &LemkeOptions::default())
+                .unwrap_or_else(|_| unreachable!("default options are valid")),
+        };
+        timings.lemke += clock.elapsed();
+        if solution.status == LcpStatus::Solved {
+            self.warm = Some((ids, solution.basis.clone()));
+        }
+        let velocity_change = impulses.velocity_change(&solution.z);
+        let velocity_scale = free.amax().max(1e-3);
+        Solved {
+            status: solution.status,
+            residual: solution.residual,
+            pivots: solution.pivots,
+            velocity_change,
+            layout: impulses.layout,
+            z: solution.z,
+            w: solution.w,
+            velocity_scale,
+            lcp: self.record_lcp.then_some(problem),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn failed(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        state: &State,
+        solved: Solved,
+        pivots: usize,
+        solves: usize,
+        mut timings: StepTimings,
+        start: Instant,
+    ) -> StepReport {
+        self.warm = None;
+        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
+        timings.total = start.elapsed();
+        StepReport {
+            t: state.t,
+            contacts: Vec::new(),
+            lcp_size: solved.layout.size(),
+            pivots,
+            solves,
+            status: solved.status,
+            residual: solved.residual,
+            kinetic_energy: kinetic,
+            potential_energy: potential,
+            min_gap: f64::NAN,
+            timings,
+            lcp: solved.lcp,
+        }
+    }
+}
+
+/// What one LCP solve gave.
+struct Solved {
+    status: LcpStatus,
+    residual: f64,
+    pivots: usize,
+    velocity_change: DVector<f64>,
+    layout: super::assembly::Layout,
+    z: DVector<f64>,
+    w: DVector<f64>,
+    velocity_scale: f64,
+    lcp: Option<crate::lcp::Lcp>,
+}
+
+/// How far ahead contacts are looked for: the distance bodies can close in two
+/// steps at their current speed, plus a small fraction of the body size.
+fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
+    let scale = model.length_scale();
+    0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
+}

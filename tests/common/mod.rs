@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: brute-force LCP enumeration and
+//! random problem generators with fixed seeds.
+#![allow(dead_code)]
+
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Every solution of LCP(M, q) found by enumerating the 2ⁿ complementary bases
+/// (z basic on a subset S, solved from M_SS z_S = −q_S). Only for small n.
+pub fn enumerate(m: &DMatrix<f64>, q: &DVector<f64>) -> Vec<DVector<f64>> {
+    let n = q.len();
+    let mut out = Vec::new();
+    for mask in 0u32..(1 << n) {
+        let set: Vec<usize> = (0..n).filter(|&i| mask & (1 << i) != 0).collect();
+        let k = set.len();
+        let mut z = DVector::zeros(n);
+        if k > 0 {
+            let mss = DMatrix::from_fn(k, k, |a, b| m[(set[a], set[b])]);
+            let qs = DVector::from_fn(k, |a, _| -q[set[a]]);
+            let Some(zs) = mss.lu().solve(&qs) else { continue };
+            for (a, &i) in set.iter().enumerate() {
+                z[i] = zs[a];
+            }
+        }
+        let w = m * &z + q;
+        let tol = 1e-9 * q.amax().max(1.0);
+        if z.iter().all(|&x| x >= -tol) && w.iter().all(|&x| x >= -tol) {
+            out.push(z);
+        }
+    }
+    out
+}
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+pub fn random_matrix(rng: &mut StdRng, rows: usize, cols: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(rows, cols, |_, _| rng.random_range(-1.0..1.0))
+}
+
+pub fn random_vector(rng: &mut StdRng, n: usize) -> DVector<f64> {
+    DVector::from_fn(n, |_, _| rng.random_range(-1.0..1.0))
+}
+
+/// A random symmetric positive definite n×n matrix AᵀA + 0.1 I.
+pub fn random_spd(rng: &mut StdRng, n: usize) -> DMatrix<f64> {
+    let a = random_matrix(rng, n, n);
+    a.transpose() * &a + DMatrix::identity(n, n) * 0.1
+}
+
+/// A random nonsymmetric P-matrix: strictly row diagonally dominant with a
+/// positive diagonal (every principal minor is then positive).
+pub fn random_p_matrix(rng: &mut StdRng, n: usize) -> DMatrix<f64> {
+    let mut m = random_matrix(rng, n, n);
+    for i in 0..n {
+        let off: f64 = (0..n).filter(|&j| j != i).map(|j| m[(i, j)].abs()).sum();
+        m[(i, i)] = off + rng.random_range(0.1..1.0);
+    }
+    m
+}

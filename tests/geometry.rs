@@ -1,0 +1,679 @@
+//! The body–body narrow phase (`geometry::pair`) against closed forms: gaps,
+//! normals and witness points of sphere, capsule and box pairs in space and in
+//! the plane, the margin filter and the stability of the feature ids.
+
+use contactlab::geometry::{PairContact, Shape, pair};
+use nalgebra::{Isometry2, Isometry3, Vector2, Vector3};
+
+const TOL: f64 = 1e-9;
+
+fn sphere(radius: f64) -> Shape {
+    Shape::Sphere { radius }
+}
+
+fn capsule(half_length: f64, radius: f64) -> Shape {
+    Shape::Capsule {
+        half_length,
+        radius,
+    }
+}
+
+fn cuboid(x: f64, y: f64, z: f64) -> Shape {
+    Shape::Box {
+        half_extents: [x, y, z],
+    }
+}
+
+/// A pose in space: translation, then rotation given as an axis-angle vector.
+fn iso3(t: [f64; 3], axis_angle: [f64; 3]) -> Isometry3<f64> {
+    Isometry3::new(Vector3::from(t), Vector3::from(axis_angle))
+}
+
+fn iso2(x: f64, y: f64, angle: f64) -> Isometry2<f64> {
+    Isometry2::new(Vector2::new(x, y), angle)
+}
+
+fn assert_close(actual: f64, expected: f64, tol: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= tol,
+        "{what}: got {actual}, expected {expected} (tol {tol})"
+    );
+}
+
+fn assert_vec_close(actual: &Vector3<f64>, expected: &Vector3<f64>, tol: f64, what: &str) {
+    assert!(
+        (actual - expected).norm() <= tol,
+        "{what}: got {actual:?}, expected {expected:?}"
+    );
+}
+
+/// Unit normal, `point_a − point_b = gap · normal`, distinct features.
+fn assert_well_formed(contacts: &[PairContact]) {
+    for c in contacts {
+        assert_close(c.normal.norm(), 1.0, 1e-12, "|normal|");
+        let residual = (c.point_a - c.point_b - c.gap * c.normal).norm();
+        let scale = 1.0 + c.point_a.norm() + c.point_b.norm();
+        assert!(
+            residual <= 1e-9 * scale,
+            "point_a − point_b − gap·normal = {residual} for {c:?}"
+        );
+    }
+    for (i, a) in contacts.iter().enumerate() {
+        for b in &contacts[i + 1..] {
+            assert_ne!(
+                a.feature, b.feature,
+                "feature ids within one pair: {contacts:?}"
+            );
+        }
+    }
+}
+
+/// Finds the contact whose `point_a` is `expected`, failing if there is none.
+fn at_point_a<'a>(contacts: &'a [PairContact], expected: &Vector3<f64>) -> &'a PairContact {
+    contacts
+        .iter()
+        .find(|c| (c.point_a - expected).norm() <= 1e-9)
+        .unwrap_or_else(|| panic!("no contact at {expected:?} in {contacts:?}"))
+}
+
+fn sorted_features(contacts: &[PairContact]) -> Vec<u32> {
+    let mut f: Vec<u32> = contacts.iter().map(|c| c.feature).collect();
+    f.sort_unstable();
+    f
+}
+
+// ---------------------------------------------------------------- space
+
+#[test]
+fn two_spheres_gap_and_normal_along_centre_line() {
+    // Centres 2.5 apart along (0.6, 0.8, 0), radii 1: gap 2.5 − 2 = 0.5.
+    let a = iso3([1.5, 2.0, 0.0], [0.3, -0.2, 0.1]);
+    let b = iso3([0.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+    let contacts = pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    let c = &contacts[0];
+    let n = Vector3::new(0.6, 0.8, 0.0);
+    assert_close(c.gap, 0.5, TOL, "gap");
+    assert_vec_close(&c.normal, &n, TOL, "normal (from B to A)");
+    assert_vec_close(
+        &c.point_a,
+        &(Vector3::new(1.5, 2.0, 0.0) - n),
+        TOL,
+        "point_a",
+    );
+    assert_vec_close(&c.point_b, &n, TOL, "point_b");
+    assert_well_formed(&contacts);
+
+    // Penetrating: centres 1.5 apart along z, gap −0.5, normal from B to A = −z.
+    let contacts = pair::contacts_3d(
+        &sphere(1.0),
+        &iso3([0.0, 0.0, -1.5], [0.0; 3]),
+        &sphere(1.0),
+        &iso3([0.0; 3], [0.0; 3]),
+        0.0,
+    );
+    assert_eq!(contacts.len(), 1);
+    assert_close(contacts[0].gap, -0.5, TOL, "penetrating gap");
+    assert_vec_close(&contacts[0].normal, &-Vector3::z(), TOL, "normal");
+    assert_well_formed(&contacts);
+}
+
+/// Bottom corners of a unit cube (half extents 0.5) in the world.
+fn bottom_corners(pose: &Isometry3<f64>) -> Vec<Vector3<f64>> {
+    [(0.5, 0.5), (0.5, -0.5), (-0.5, 0.5), (-0.5, -0.5)]
+        .iter()
+        .map(|&(x, y)| (pose * nalgebra::Point3::new(x, y, -0.5)).coords)
+        .collect()
+}
+
+#[test]
+fn box_resting_on_box_gives_four_touching_corners() {
+    // A unit cube (half extents 0.5) turned 0.4 rad about z, resting on a slab
+    // whose top face is z = 0.5.
+    let slab = cuboid(2.0, 2.0, 0.5);
+    let a = iso3([0.3, -0.2, 1.0], [0.0, 0.0, 0.4]);
+    let b = Isometry3::identity();
+    let contacts = pair::contacts_3d(&cuboid(0.5, 0.5, 0.5), &a, &slab, &b, 0.01);
+    assert_eq!(contacts.len(), 4, "{contacts:?}");
+    for corner in bottom_corners(&a) {
+        let c = at_point_a(&contacts, &corner);
+        assert!(c.gap.abs() < 1e-9, "gap {}", c.gap);
+        assert_vec_close(&c.normal, &Vector3::z(), 1e-12, "normal");
+        assert_vec_close(&c.point_b, &corner, 1e-9, "point_b");
+    }
+    assert_well_formed(&contacts);
+
+    // Swapping the roles flips the normal; gaps and points are the same.
+    let swapped = pair::contacts_3d(&slab, &b, &cuboid(0.5, 0.5, 0.5), &a, 0.01);
+    assert_eq!(swapped.len(), 4, "{swapped:?}");
+    for corner in bottom_corners(&a) {
+        let c = swapped
+            .iter()
+            .find(|c| (c.point_b - corner).norm() <= 1e-9)
+            .expect("corner on the second shape");
+        assert!(c.gap.abs() < 1e-9);
+        assert_vec_close(&c.normal, &-Vector3::z(), 1e-12, "swapped normal");
+    }
+    assert_well_formed(&swapped);
+}
+
+#[test]
+fn equal_boxes_stacked_exactly_give_four_points_not_eight() {
+    let cube = cuboid(0.5, 0.5, 0.5);
+    let a = iso3([0.0, 0.0, 1.0], [0.0; 3]);
+    let contacts = pair::contacts_3d(&cube, &a, &cube, &Isometry3::identity(), 0.01);
+    assert_eq!(contacts.len(), 4, "{contacts:?}");
+    for corner in bottom_corners(&a) {
+        let c = at_point_a(&contacts, &corner);
+        assert!(c.gap.abs() < 1e-9);
+        assert_vec_close(&c.normal, &Vector3::z(), 1e-12, "normal");
+    }
+    assert_well_formed(&contacts);
+}
+
+#[test]
+fn tilted_penetrating_box_gaps_of_lowest_corners() {
+    // Cube tilted by θ about y: its corners (0.5, ±0.5, −0.5) sit at
+    // h − ½(sin θ + cos θ), the corners (−0.5, ±0.5, −0.5) at h + ½(sin θ − cos θ).
+    // The slab's top is z = 0.5, so the gaps are d and d + sin θ with
+    // d = h − ½(sin θ + cos θ) − ½ = −0.01.
+    let theta: f64 = 0.1;
+    let d = -0.01;
+    let h = 0.5 + 0.5 * (theta.sin() + theta.cos()) + d;
+    let a = iso3([0.2, 0.1, h], [0.0, theta, 0.0]);
+    let cube = cuboid(0.5, 0.5, 0.5);
+    let slab = cuboid(2.0, 2.0, 0.5);
+    let b = Isometry3::identity();
+
+    let low = pair::contacts_3d(&cube, &a, &slab, &b, 0.05);
+    assert_eq!(
+        low.len(),
+        2,
+        "only the two lowest corners within 0.05: {low:?}"
+    );
+    let all = pair::contacts_3d(&cube, &a, &slab, &b, 0.2);
+    assert_eq!(all.len(), 4, "{all:?}");
+    for corner in bottom_corners(&a) {
+        let local_x = a.inverse_transform_point(&corner.into()).x;
+        let expected = if local_x > 0.0 { d } else { d + theta.sin() };
+        let c = at_point_a(&all, &corner);
+        assert_close(c.gap, expected, 1e-9, "corner gap");
+        assert_vec_close(&c.normal, &Vector3::z(), 1e-12, "normal");
+        assert_vec_close(
+            &c.point_b,
+            &Vector3::new(corner.x, corner.y, 0.5),
+            1e-9,
+            "point_b on the slab's top",
+        );
+        if local_x > 0.0 {
+            assert!(low.iter().any(|l| (l.point_a - corner).norm() < 1e-9));
+        }
+    }
+    assert_well_formed(&low);
+    assert_well_formed(&all);
+    println!(
+        "tilted box: gaps {:?}",
+        all.iter().map(|c| c.gap).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn capsule_lying_on_box_touches_at_both_end_caps() {
+    // Capsule (half length 0.5, radius 0.1) along x, sunk 0.002 into the slab.
+    let depth = 0.002;
+    let (hl, r) = (0.5, 0.1);
+    let centre = Vector3::new(0.2, -0.3, 0.5 + r - depth);
+    for yaw in [0.0, 0.7] {
+        let a = Isometry3::new(centre, Vector3::new(0.0, 0.0, yaw));
+        let contacts = pair::contacts_3d(
+            &capsule(hl, r),
+            &a,
+            &cuboid(2.0, 2.0, 0.5),
+            &Isometry3::identity(),
+            0.01,
+        );
+        assert_eq!(contacts.len(), 2, "yaw {yaw}: {contacts:?}");
+        for s in [-1.0, 1.0] {
+            let end = (a * nalgebra::Point3::new(s * hl, 0.0, -r)).coords;
+            let c = at_point_a(&contacts, &end);
+            assert_close(c.gap, -depth, 1e-9, "end-cap gap");
+            assert_vec_close(&c.normal, &Vector3::z(), 1e-9, "normal");
+            assert_vec_close(
+                &c.point_b,
+                &Vector3::new(end.x, end.y, 0.5),
+                1e-9,
+                "point_b",
+            );
+        }
+        assert_well_formed(&contacts);
+    }
+}
+
+#[test]
+fn sphere_beside_capsule_midpoint_and_end_cap() {
+    // Capsule (half length 1, radius 0.2) with its axis along world y.
+    let cap = capsule(1.0, 0.2);
+    let cap_pose = iso3([1.0, 2.0, 3.0], [0.0, 0.0, std::f64::consts::FRAC_PI_2]);
+    let ball = sphere(0.3);
+
+    // Sphere 1.0 from the axis midpoint along x: gap 1.0 − 0.2 − 0.3 = 0.5.
+    let ball_pose = iso3([2.0, 2.0, 3.0], [0.0; 3]);
+    let contacts = pair::contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    let c = &contacts[0];
+    assert_close(c.gap, 0.5, TOL, "gap");
+    assert_vec_close(
+        &c.normal,
+        &-Vector3::x(),
+        TOL,
+        "normal from sphere to capsule",
+    );
+    assert_vec_close(
+        &c.point_a,
+        &Vector3::new(1.2, 2.0, 3.0),
+        TOL,
+        "point on capsule",
+    );
+    assert_vec_close(
+        &c.point_b,
+        &Vector3::new(1.7, 2.0, 3.0),
+        TOL,
+        "point on sphere",
+    );
+    assert_well_formed(&contacts);
+
+    // Same pair, sphere first: the normal flips, the gap does not.
+    let contacts = pair::contacts_3d(&ball, &ball_pose, &cap, &cap_pose, 1.0);
+    assert_eq!(contacts.len(), 1);
+    assert_close(contacts[0].gap, 0.5, TOL, "gap (swapped)");
+    assert_vec_close(&contacts[0].normal, &Vector3::x(), TOL, "normal (swapped)");
+    assert_vec_close(
+        &contacts[0].point_a,
+        &Vector3::new(1.7, 2.0, 3.0),
+        TOL,
+        "point_a",
+    );
+    assert_well_formed(&contacts);
+
+    // Beyond the end (1, 3, 3) along the axis by 0.6: gap 0.6 − 0.5 = 0.1.
+    let ball_pose = iso3([1.0, 3.6, 3.0], [0.0; 3]);
+    let contacts = pair::contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
+    assert_eq!(contacts.len(), 1);
+    assert_close(contacts[0].gap, 0.1, TOL, "end-cap gap");
+    assert_vec_close(&contacts[0].normal, &-Vector3::y(), TOL, "end-cap normal");
+    assert_well_formed(&contacts);
+}
+
+#[test]
+fn margin_filter_in_space() {
+    let a = iso3([0.0, 0.0, 2.5], [0.0; 3]);
+    let b = Isometry3::identity();
+    assert!(pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
+    let within = pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
+    assert_eq!(within.len(), 1);
+    assert_close(within[0].gap, 0.5, TOL, "predicted gap");
+    assert!(within[0].gap > 0.0);
+
+    // A cube hovering 0.03 above the slab.
+    let cube = cuboid(0.5, 0.5, 0.5);
+    let slab = cuboid(2.0, 2.0, 0.5);
+    let a = iso3([0.0, 0.0, 1.03], [0.0; 3]);
+    assert!(pair::contacts_3d(&cube, &a, &slab, &b, 0.02).is_empty());
+    let within = pair::contacts_3d(&cube, &a, &slab, &b, 0.05);
+    assert_eq!(within.len(), 4, "{within:?}");
+    for c in &within {
+        assert_close(c.gap, 0.03, 1e-9, "hovering gap");
+        assert!(c.gap > 0.0);
+    }
+    assert_well_formed(&within);
+
+    // Capsule hovering 0.03 above the slab.
+    let a = iso3([0.0, 0.0, 0.5 + 0.1 + 0.03], [0.0; 3]);
+    assert!(pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.02).is_empty());
+    let within = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.05);
+    assert_eq!(within.len(), 2, "{within:?}");
+    for c in &within {
+        assert_close(c.gap, 0.03, 1e-9, "hovering capsule gap");
+    }
+}
+
+#[test]
+fn feature_ids_stable_and_distinct_in_space() {
+    let cube = cuboid(0.5, 0.5, 0.5);
+    let slab = cuboid(2.0, 2.0, 0.5);
+    let b = Isometry3::identity();
+    let a = iso3([0.3, -0.2, 0.999], [0.0, 0.0, 0.4]);
+    let first = pair::contacts_3d(&cube, &a, &slab, &b, 0.01);
+    let second = pair::contacts_3d(&cube, &a, &slab, &b, 0.01);
+    assert_eq!(first, second, "same input, same output");
+    assert_eq!(first.len(), 4);
+    assert_well_formed(&first);
+
+    // The cube slides and sinks a little: same corners on the same face.
+    let moved = iso3([0.31, -0.19, 0.998], [0.0, 0.0, 0.41]);
+    let after = pair::contacts_3d(&cube, &moved, &slab, &b, 0.01);
+    assert_eq!(sorted_features(&first), sorted_features(&after));
+    for c in &first {
+        let local = a.inverse_transform_point(&c.point_a.into());
+        let d = after
+            .iter()
+            .find(|d| d.feature == c.feature)
+            .expect("same feature");
+        let local_after = moved.inverse_transform_point(&d.point_a.into());
+        assert!(
+            (local - local_after).norm() < 1e-9,
+            "same corner of the cube"
+        );
+    }
+
+    // Capsule on the slab: two distinct, stable ids.
+    let a = iso3([0.0, 0.0, 0.599], [0.0; 3]);
+    let c1 = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
+    let c2 = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
+    assert_eq!(c1, c2);
+    assert_eq!(c1.len(), 2);
+    assert_well_formed(&c1);
+}
+
+// ---------------------------------------------------------------- plane
+
+#[test]
+fn two_disks() {
+    let a = iso2(1.5, 2.0, 0.3);
+    let b = iso2(0.0, 0.0, -1.0);
+    let contacts = pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
+    assert_eq!(contacts.len(), 1);
+    let c = &contacts[0];
+    let n = Vector3::new(0.6, 0.8, 0.0);
+    assert_close(c.gap, 0.5, TOL, "gap");
+    assert_vec_close(&c.normal, &n, TOL, "normal");
+    assert_vec_close(&c.point_a, &Vector3::new(0.9, 1.2, 0.0), TOL, "point_a");
+    assert_vec_close(&c.point_b, &n, TOL, "point_b");
+    assert_eq!(c.point_a.z, 0.0);
+    assert_eq!(c.point_b.z, 0.0);
+    assert_eq!(c.normal.z, 0.0);
+    assert_well_formed(&contacts);
+}
+
+#[test]
+fn box_on_box_in_the_plane_gives_two_points() {
+    // A 1×1 square resting on a 4×1 slab whose top is y = 0.5.
+    let square = cuboid(0.5, 0.5, 123.0);
+    let slab = cuboid(2.0, 0.5, 0.0);
+    let a = iso2(0.3, 1.0, 0.0);
+    let contacts = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.01);
+    assert_eq!(contacts.len(), 2, "{contacts:?}");
+    for x in [-0.2, 0.8] {
+        let c = at_point_a(&contacts, &Vector3::new(x, 0.5, 0.0));
+        assert!(c.gap.abs() < 1e-9, "gap {}", c.gap);
+        assert_vec_close(&c.normal, &Vector3::y(), 1e-12, "normal");
+        assert_vec_close(&c.point_b, &Vector3::new(x, 0.5, 0.0), 1e-9, "point_b");
+    }
+    assert_well_formed(&contacts);
+
+    // Equal squares stacked exactly.
+    let a = iso2(0.0, 1.0, 0.0);
+    let contacts = pair::contacts_2d(&square, &a, &square, &Isometry2::identity(), 0.01);
+    assert_eq!(contacts.len(), 2, "{contacts:?}");
+    assert_well_formed(&contacts);
+
+    // Tilted by θ and sunk: the lowest corner (−0.5, −0.5) has gap d, the
+    // other bottom corner d + sin θ (d = h − ½(sin θ + cos θ) − ½).
+    let theta: f64 = 0.1;
+    let d = -0.01;
+    let h = 0.5 + 0.5 * (theta.sin() + theta.cos()) + d;
+    let a = iso2(0.1, h, theta);
+    let contacts = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.2);
+    assert_eq!(contacts.len(), 2, "{contacts:?}");
+    for (lx, expected) in [(-0.5, d), (0.5, d + theta.sin())] {
+        let corner = a * nalgebra::Point2::new(lx, -0.5);
+        let c = at_point_a(&contacts, &Vector3::new(corner.x, corner.y, 0.0));
+        assert_close(c.gap, expected, 1e-9, "tilted corner gap");
+        assert_vec_close(&c.normal, &Vector3::y(), 1e-12, "normal");
+    }
+    assert_well_formed(&contacts);
+    let low = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.05);
+    assert_eq!(low.len(), 1, "{low:?}");
+    assert_close(low[0].gap, d, 1e-9, "lowest corner only");
+}
+
+#[test]
+fn capsule_on_box_in_the_plane_gives_two_points() {
+    let depth = 0.002;
+    let (hl, r) = (0.5, 0.1);
+    let a = iso2(0.2, 0.5 + r - depth, 0.0);
+    let contacts = pair::contacts_2d(
+        &capsule(hl, r),
+        &a,
+        &cuboid(2.0, 0.5, 0.5),
+        &Isometry2::identity(),
+        0.01,
+    );
+    assert_eq!(contacts.len(), 2, "{contacts:?}");
+    for x in [0.2 - hl, 0.2 + hl] {
+        let c = at_point_a(&contacts, &Vector3::new(x, 0.5 - depth, 0.0));
+        assert_close(c.gap, -depth, 1e-9, "end-cap gap");
+        assert_vec_close(&c.normal, &Vector3::y(), 1e-9, "normal");
+        assert_vec_close(&c.point_b, &Vector3::new(x, 0.5, 0.0), 1e-9, "point_b");
+    }
+    assert_well_formed(&contacts);
+}
+
+#[test]
+fn disk_beside_capsule_midpoint_in_the_plane() {
+    // Capsule axis along world y (turned by π/2), disk 1.0 away along −x.
+    let cap_pose = iso2(1.0, 2.0, std::f64::consts::FRAC_PI_2);
+    let disk_pose = iso2(0.0, 2.0, 0.0);
+    let contacts = pair::contacts_2d(&sphere(0.3), &disk_pose, &capsule(1.0, 0.2), &cap_pose, 1.0);
+    assert_eq!(contacts.len(), 1);
+    assert_close(contacts[0].gap, 0.5, TOL, "gap");
+    assert_vec_close(
+        &contacts[0].normal,
+        &-Vector3::x(),
+        TOL,
+        "normal from capsule to disk",
+    );
+    assert_well_formed(&contacts);
+}
+
+#[test]
+fn margin_filter_in_the_plane() {
+    let b = Isometry2::identity();
+    let a = iso2(2.5, 0.0, 0.0);
+    assert!(pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
+    let within = pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
+    assert_eq!(within.len(), 1);
+    assert_close(within[0].gap, 0.5, TOL, "gap");
+
+    let square = cuboid(0.5, 0.5, 0.5);
+    let slab = cuboid(2.0, 0.5, 0.5);
+    let a = iso2(0.0, 1.03, 0.0);
+    assert!(pair::contacts_2d(&square, &a, &slab, &b, 0.02).is_empty());
+    let within = pair::contacts_2d(&square, &a, &slab, &b, 0.05);
+    assert_eq!(within.len(), 2);
+    for c in &within {
+        assert_close(c.gap, 0.03, 1e-9, "hovering gap");
+    }
+}
+
+#[test]
+fn feature_ids_stable_and_distinct_in_the_plane() {
+    let square = cuboid(0.5, 0.5, 0.5);
+    let slab = cuboid(2.0, 0.5, 0.5);
+    let b = Isometry2::identity();
+    let a = iso2(0.3, 0.999, 0.0);
+    let first = pair::contacts_2d(&square, &a, &slab, &b, 0.01);
+    let second = pair::contacts_2d(&square, &a, &slab, &b, 0.01);
+    assert_eq!(first, second);
+    assert_eq!(first.len(), 2);
+    assert_well_formed(&first);
+
+    let moved = iso2(0.35, 0.998, 0.001);
+    let after = pair::contacts_2d(&square, &moved, &slab, &b, 0.01);
+    assert_eq!(after.len(), 2);
+    for c in &first {
+        let local = a.inverse_transform_point(&nalgebra::Point2::new(c.point_a.x, c.point_a.y));
+        let d = after
+            .iter()
+            .find(|d| d.feature == c.feature)
+            .expect("same feature after a small move");
+        let local_after =
+            moved.inverse_transform_point(&nalgebra::Point2::new(d.point_a.x, d.point_a.y));
+        assert!(
+            (local - local_after).norm() < 1e-9,
+            "same corner of the square"
+        );
+    }
+
+    // Turning the square by quarter turns puts each of its four corners on the
+    // slab's top face in turn: four distinct (corner, face) ids, each seen twice.
+    let mut ids = Vec::new();
+    for k in 0..4 {
+        let angle = k as f64 * std::f64::consts::FRAC_PI_2;
+        let contacts = pair::contacts_2d(&square, &iso2(0.0, 0.999, angle), &slab, &b, 0.01);
+        assert_eq!(contacts.len(), 2);
+        assert_well_formed(&contacts);
+        ids.extend(contacts.iter().map(|c| c.feature));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids.len(), 8);
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "one id per corner of the square");
+
+    let cap = capsule(0.5, 0.1);
+    let a = iso2(0.0, 0.599, 0.0);
+    let c1 = pair::contacts_2d(&cap, &a, &slab, &b, 0.01);
+    assert_eq!(c1, pair::contacts_2d(&cap, &a, &slab, &b, 0.01));
+    assert_eq!(c1.len(), 2);
+    assert_well_formed(&c1);
+}
+
+// ---------------------------------------------------------------- robustness
+
+/// A small deterministic generator (xorshift64*), so the sweep is reproducible.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.next()
+    }
+
+    fn shape(&mut self) -> Shape {
+        match (self.next() * 3.0) as u32 {
+            0 => sphere(self.range(0.05, 1.0)),
+            1 => capsule(self.range(0.0, 1.0), self.range(0.05, 0.5)),
+            _ => cuboid(
+                self.range(0.05, 1.0),
+                self.range(0.05, 1.0),
+                self.range(0.05, 1.0),
+            ),
+        }
+    }
+}
+
+#[test]
+fn random_pairs_are_well_formed_and_within_margin() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let mut counts = [0usize; 5];
+    let mut worst_residual: f64 = 0.0;
+    for _ in 0..20_000 {
+        let (sa, sb) = (g.shape(), g.shape());
+        let margin = g.range(0.0, 0.3);
+        let mut v = || Vector3::new(g.range(-1.5, 1.5), g.range(-1.5, 1.5), g.range(-1.5, 1.5));
+        let (ta, ra, tb, rb) = (v(), v(), v(), v());
+        let (a, b) = (Isometry3::new(ta, ra), Isometry3::new(tb, rb));
+        let contacts = pair::contacts_3d(&sa, &a, &sb, &b, margin);
+        counts[contacts.len().min(4)] += 1;
+        for c in &contacts {
+            assert!(c.gap <= margin, "{c:?} beyond margin {margin}");
+            let r = (c.point_a - c.point_b - c.gap * c.normal).norm();
+            worst_residual = worst_residual.max(r);
+        }
+        assert_well_formed(&contacts);
+        assert_eq!(contacts, pair::contacts_3d(&sa, &a, &sb, &b, margin));
+
+        let (a2, b2) = (
+            Isometry2::new(ta.xy(), ra.z * 3.0),
+            Isometry2::new(tb.xy(), rb.z * 3.0),
+        );
+        let contacts = pair::contacts_2d(&sa, &a2, &sb, &b2, margin);
+        assert!(contacts.len() <= 2, "{contacts:?}");
+        for c in &contacts {
+            assert!(c.gap <= margin);
+            assert_eq!([c.point_a.z, c.point_b.z, c.normal.z], [0.0; 3]);
+        }
+        assert_well_formed(&contacts);
+    }
+    println!("3D contact-count histogram (0..=4+): {counts:?}; worst residual {worst_residual:e}");
+    assert!(
+        counts[1] > 0 && counts[2] > 0 && counts[4] > 0,
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn degenerate_input_gives_no_contacts_and_no_panic() {
+    let id3 = Isometry3::identity();
+    let id2 = Isometry2::identity();
+    let bad_shapes = [
+        sphere(f64::NAN),
+        sphere(-1.0),
+        capsule(f64::INFINITY, 0.1),
+        capsule(0.5, -0.1),
+        cuboid(0.5, f64::NAN, 0.5),
+        cuboid(-0.5, 0.5, 0.5),
+    ];
+    for bad in &bad_shapes {
+        assert!(pair::contacts_3d(bad, &id3, &sphere(1.0), &id3, 0.1).is_empty());
+        assert!(pair::contacts_3d(&cuboid(1.0, 1.0, 1.0), &id3, bad, &id3, 0.1).is_empty());
+        assert!(pair::contacts_2d(bad, &id2, &sphere(1.0), &id2, 0.1).is_empty());
+    }
+    let nan_pose = iso3([f64::NAN, 0.0, 0.0], [0.0; 3]);
+    assert!(pair::contacts_3d(&sphere(1.0), &nan_pose, &sphere(1.0), &id3, 0.1).is_empty());
+    assert!(pair::contacts_3d(&sphere(1.0), &id3, &sphere(1.0), &id3, f64::NAN).is_empty());
+    let nan_pose2 = iso2(0.0, f64::INFINITY, 0.0);
+    assert!(pair::contacts_2d(&sphere(1.0), &nan_pose2, &sphere(1.0), &id2, 0.1).is_empty());
+
+    // Zero sizes, coincident centres, infinite and negative margins: no panic.
+    let shapes = [
+        sphere(0.0),
+        capsule(0.0, 0.3),
+        capsule(0.5, 0.0),
+        cuboid(0.0, 0.0, 0.0),
+        cuboid(0.5, 0.0, 0.5),
+        sphere(1.0),
+        capsule(1.0, 0.2),
+        cuboid(0.5, 0.5, 0.5),
+    ];
+    for sa in &shapes {
+        for sb in &shapes {
+            for margin in [0.0, -0.5, 1.0, f64::INFINITY] {
+                for (a, b) in [
+                    (id3, id3),
+                    (iso3([0.0, 0.0, 0.3], [0.0, 0.2, 0.0]), id3),
+                    (iso3([0.0, 0.0, 5.0], [0.0; 3]), id3),
+                ] {
+                    let contacts = pair::contacts_3d(sa, &a, sb, &b, margin);
+                    for c in &contacts {
+                        assert!(c.gap <= margin && c.normal.iter().all(|x| x.is_finite()));
+                    }
+                    let (a2, b2) = (
+                        Isometry2::new(a.translation.vector.xy(), 0.2),
+                        Isometry2::identity(),
+                    );
+                    let contacts = pair::contacts_2d(sa, &a2, sb, &b2, margin);
+                    for c in &contacts {
+                        assert!(c.gap <= margin && c.normal.iter().all(|x| x.is_finite()));
+                    }
+                }
+            }
+        }
+    }
+}
