@@ -291,7 +291,10 @@ impl<'a> Tableau<'a> {
             if !amax.is_finite() {
                 return LcpStatus::NumericalFailure;
             }
-            let threshold = self.tolerance * amax.max(f64::MIN_POSITIVE);
+            // Entries below the rounding noise of B⁻¹A_j (≈ ‖B⁻¹‖ ‖A_j‖ ε) are
+            // zeros in exact arithmetic; pivoting on one makes B singular.
+            let noise = self.binv_t.amax() * self.column(entering).amax();
+            let threshold = self.tolerance * amax.max(noise).max(f64::MIN_POSITIVE);
             let candidates: Vec<usize> = (0..n).filter(|&i| abar[i] > threshold).collect();
             if candidates.is_empty() {
                 return LcpStatus::RayTermination;
@@ -411,37 +414,53 @@ impl<'a> Tableau<'a> {
         }
     }
 
-    /// Reads z off the basis (solved afresh with an LU of B when solved),
-    /// recomputes w = M z + q and checks the residual.
-    fn finish(mut self, status: LcpStatus, warm_started: bool) -> LcpSolution {
+    /// z from the values of the basic variables; a basic zᵢ that rounding left
+    /// at −1e-17 is zero.
+    fn z_from(&self, values: &DVector<f64>) -> DVector<f64> {
         let n = self.n;
-        let mut status = status;
-        let values = if status == LcpStatus::Solved && self.pivots > 0 {
-            self.basis_matrix()
-                .lu()
-                .solve(&self.lcp.q)
-                .filter(|x| x.iter().all(|v| v.is_finite()))
-                .unwrap_or_else(|| self.qbar.clone())
-        } else {
-            self.qbar.clone()
-        };
+        let floor = self.tolerance * self.lcp.scale();
         let mut z = DVector::zeros(n);
         for (row, &var) in self.basis.iter().enumerate() {
             if (n..2 * n).contains(&var) {
-                z[var - n] = values[row];
+                let v = values[row];
+                z[var - n] = if v < 0.0 && v > -floor { 0.0 } else { v };
             }
         }
-        if status == LcpStatus::Solved {
-            // Rounding can leave a basic zᵢ at −1e-17; such a zᵢ is zero.
-            let floor = self.tolerance * self.lcp.scale();
-            for zi in z.iter_mut() {
-                if *zi < 0.0 && *zi > -floor {
-                    *zi = 0.0;
-                }
-            }
-        }
+        z
+    }
+
+    /// Reads z off the basis, recomputes w = M z + q and checks the residual.
+    fn finish(mut self, status: LcpStatus, warm_started: bool) -> LcpSolution {
+        let mut status = status;
+        let (z, residual) = if status == LcpStatus::Solved && self.pivots > 0 {
+            // A fresh LU solve of the final basis is usually the more accurate;
+            // on a nearly singular basis the tableau's own q̄ can be better. Keep
+            // whichever satisfies the LCP better.
+            let from_tableau = self.z_from(&self.qbar);
+            let refined = self
+                .basis_matrix()
+                .lu()
+                .solve(&self.lcp.q)
+                .filter(|x| x.iter().all(|v| v.is_finite()))
+                .map(|x| self.z_from(&x));
+            let candidates = std::iter::once(from_tableau).chain(refined);
+            candidates
+                .map(|z| {
+                    let r = self.lcp.validate(&z).relative();
+                    (z, r)
+                })
+                .fold(None, |best: Option<(DVector<f64>, f64)>, (z, r)| match best {
+                    Some((bz, br)) if br <= r => Some((bz, br)),
+                    _ => Some((z, r)),
+                })
+                .unwrap_or_else(|| unreachable!("at least one candidate"))
+        } else {
+            let z = self.z_from(&self.qbar);
+            let r = self.lcp.validate(&z).relative();
+            (z, r)
+        };
+        let n = self.n;
         let w = &self.lcp.m * &z + &self.lcp.q;
-        let residual = self.lcp.validate(&z).relative();
         if status == LcpStatus::Solved && !(residual <= self.max_residual) {
             status = LcpStatus::NumericalFailure;
         }

@@ -213,11 +213,31 @@ impl StewartTrinkle {
             warm_start,
             ..LemkeOptions::default()
         };
-        let solution = match lcp::solve(&problem, &options) {
-            Ok(s) => s,
-            Err(_) => lcp::solve(&problem, &LemkeOptions::default())
-                .unwrap_or_else(|_| unreachable!("default options are valid")),
-        };
+        let mut solution = lcp::solve(&problem, &options).unwrap_or_else(|e| infallible(e));
+        let mut problem = problem;
+        // Dependent normals (a box held by more contacts than it has degrees of
+        // freedom) can make the linearized gaps inconsistent when a previous
+        // step ended slightly inside: LCP(N, 0) then has solutions with zᵀb < 0
+        // and Lemke's guarantee (CPS Thm. 4.4.12, §3.2) is lost. Asking
+        // penetrating contacts only not to close further restores zᵀb ≥ 0. The
+        // same dependence makes the tableau's bases nearly singular; a relative
+        // 1e-6 (then 1e-4) on the diagonal of JᵀM⁻¹J — a compliance far below
+        // anything visible — separates the dependent rows.
+        for relative in [1e-6, 1e-4] {
+            if solution.status == LcpStatus::Solved {
+                break;
+            }
+            let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
+            problem = impulses.lcp(selected, free, &clamped, &mu);
+            let blocks = impulses.layout.friction + impulses.layout.contacts;
+            let regularization = relative * problem.m.diagonal().amax();
+            for i in 0..blocks {
+                problem.m[(i, i)] += regularization;
+            }
+            let earlier = solution.pivots;
+            solution = lcp::solve(&problem, &LemkeOptions::default()).unwrap_or_else(|e| infallible(e));
+            solution.pivots += earlier;
+        }
         timings.lemke += clock.elapsed();
         if solution.status == LcpStatus::Solved {
             self.warm = Some((ids, solution.basis.clone()));
@@ -267,6 +287,12 @@ impl StewartTrinkle {
             lcp: solved.lcp,
         }
     }
+}
+
+/// Default Lemke options and a basis from a previous LCP of the same contacts
+/// are always valid; an error here is a bug.
+fn infallible(error: crate::lcp::LcpError) -> ! {
+    unreachable!("LCP assembled by the stepper was rejected: {error}")
 }
 
 /// What one LCP solve gave.
