@@ -14,3 +14,6 @@ pub mod stepper;
 pub mod scene;
 pub mod cli;
 pub mod sim;
+
+#[cfg(feature = "viewer")]
+pub mod viewer;
