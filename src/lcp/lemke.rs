@@ -44,7 +44,8 @@ pub struct LemkeOptions {
     /// Relative tolerance: a pivot entry must exceed this times the entering
     /// column's largest entry; ratios closer than this (relatively) are ties.
     pub tolerance: f64,
-    /// Refactorize B⁻¹ from scratch after this many pivots.
+    /// Refactorize B⁻¹ from scratch after this many pivots (at least n, so the
+    /// O(n³) refactorization costs O(n²) per pivot on average).
     pub refactor_every: usize,
     /// A `Solved` result whose relative residual exceeds this is reported as
     /// `NumericalFailure` instead.
@@ -79,22 +80,45 @@ pub fn default_max_pivots(n: usize) -> usize {
 /// rank-deficient contact Jacobians of a pile), the solve is repeated once with a
 /// 100× larger pivot tolerance and a refactorization every 8 pivots.
 pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError> {
-    let first = solve_once(lcp, options)?;
-    if first.status != LcpStatus::NumericalFailure {
+    let (first, cycled) = solve_once(lcp, options)?;
+    if first.status != LcpStatus::NumericalFailure && !cycled {
         return Ok(first);
     }
-    let careful = LemkeOptions {
+    // Rounding broke the lexicographic order (a basis repeated) or the basis
+    // became ill-conditioned: retry with a larger pivot tolerance and frequent
+    // refactorization, then with a covering vector whose distinct entries break
+    // the ties of a degenerate q from the first pivot on.
+    let n = lcp.size();
+    let mut retries = vec![LemkeOptions {
         tolerance: options.tolerance * 100.0,
         refactor_every: options.refactor_every.min(8),
         warm_start: None,
         ..options.clone()
-    };
-    let mut second = solve_once(lcp, &careful)?;
-    second.pivots += first.pivots;
-    Ok(second)
+    }];
+    if options.covering.is_none() {
+        retries.push(LemkeOptions {
+            covering: Some(DVector::from_fn(n, |i, _| 1.0 + i as f64 / n.max(1) as f64)),
+            warm_start: None,
+            ..options.clone()
+        });
+    }
+    let mut spent = first.pivots;
+    let mut last = first;
+    for retry in retries {
+        let (mut next, _) = solve_once(lcp, &retry)?;
+        spent += next.pivots;
+        next.pivots = spent;
+        let solved = next.status == LcpStatus::Solved;
+        last = next;
+        if solved {
+            break;
+        }
+    }
+    Ok(last)
 }
 
-fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError> {
+/// One run of the method; the flag says whether a basis repeated (cycling).
+fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<(LcpSolution, bool), LcpError> {
     let n = lcp.size();
     let max_pivots = options.max_pivots.unwrap_or_else(|| default_max_pivots(n));
     let covering = match &options.covering {
@@ -118,12 +142,13 @@ fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError
     {
         let status = tableau.run(max_pivots);
         if status == LcpStatus::Solved {
-            return Ok(tableau.finish(status, true));
+            return Ok((tableau.finish(status, true), false));
         }
         pivots_spent = tableau.pivots;
     }
     let mut tableau = Tableau::cold(lcp, covering, options);
     let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
+    let cycled = tableau.cycled;
     let mut solution = tableau.finish(status, false);
     solution.pivots += pivots_spent;
     if solution.status == LcpStatus::RayTermination {
@@ -136,12 +161,12 @@ fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError
             if status == LcpStatus::Solved {
                 let mut restarted = tableau.finish(status, false);
                 restarted.pivots += solution.pivots;
-                return Ok(restarted);
+                return Ok((restarted, false));
             }
             solution.pivots += pivots;
         }
     }
-    Ok(solution)
+    Ok((solution, cycled))
 }
 
 /// The complementary bases tried after a ray: {0}, {1}, …, then {0,1}, {0,2}, ….
@@ -161,6 +186,8 @@ struct Tableau<'a> {
     covering: DVector<f64>,
     /// (B⁻¹)ᵀ, stored transposed so that each row of B⁻¹ is a contiguous column.
     binv_t: DMatrix<f64>,
+    /// max |B⁻¹ᵢⱼ|, refreshed after every pivot (the scale of rounding noise).
+    binv_max: f64,
     /// B⁻¹ q: the values of the basic variables.
     qbar: DVector<f64>,
     /// The variable basic in each row.
@@ -171,6 +198,8 @@ struct Tableau<'a> {
     refactor_every: usize,
     max_residual: f64,
     lexicographic: bool,
+    /// Set when a basis repeats: rounding broke the lexicographic order.
+    cycled: bool,
     /// Set once the first pivot has brought z₀ in (or no pivot is needed).
     entering: Option<Var>,
 }
@@ -183,6 +212,7 @@ impl<'a> Tableau<'a> {
             n,
             covering,
             binv_t: DMatrix::identity(n, n),
+            binv_max: 1.0,
             qbar: lcp.q.clone(),
             basis: (0..n).collect(),
             pivots: 0,
@@ -191,6 +221,7 @@ impl<'a> Tableau<'a> {
             refactor_every: options.refactor_every.max(1),
             max_residual: options.max_residual,
             lexicographic: options.lexicographic,
+            cycled: false,
             entering: None,
         }
     }
@@ -206,14 +237,18 @@ impl<'a> Tableau<'a> {
         }
         let mut tableau = Self::cold(lcp, DVector::zeros(n), options);
         tableau.basis = basis;
-        let b = tableau.basis_matrix();
-        tableau.covering = &b * DVector::from_element(n, 1.0);
-        let binv = b.try_inverse()?;
-        if binv.iter().any(|x| !x.is_finite()) {
-            return None;
+        let mut covering = DVector::from_element(n, 1.0);
+        for &i in z_basic {
+            covering[i] = 0.0;
         }
+        for &i in z_basic {
+            covering -= lcp.m.column(i);
+        }
+        tableau.covering = covering;
+        let binv = tableau.basis_inverse()?;
         tableau.qbar = &binv * &lcp.q;
         tableau.binv_t = binv.transpose();
+        tableau.flush_noise();
         Some(tableau)
     }
 
@@ -251,6 +286,16 @@ impl<'a> Tableau<'a> {
         }
     }
 
+    /// The set of basic variables, hashed.
+    fn basis_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut sorted = self.basis.clone();
+        sorted.sort_unstable();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        sorted.hash(&mut hasher);
+        hasher.finish()
+    }
+
     fn complement(&self, var: Var) -> Var {
         if var < self.n { var + self.n } else { var - self.n }
     }
@@ -282,8 +327,14 @@ impl<'a> Tableau<'a> {
         let mut leaving = self.pivot(r, z0, &abar);
         self.entering = Some(self.complement(leaving));
 
+        let mut seen = std::collections::HashSet::new();
         while let Some(entering) = self.entering {
             if self.pivots >= max_pivots {
+                return LcpStatus::MaxPivots;
+            }
+            // In exact arithmetic the lexicographic rule never revisits a basis.
+            if self.lexicographic && !seen.insert(self.basis_key()) {
+                self.cycled = true;
                 return LcpStatus::MaxPivots;
             }
             let abar = self.entering_column(entering);
@@ -293,7 +344,7 @@ impl<'a> Tableau<'a> {
             }
             // Entries below the rounding noise of B⁻¹A_j (≈ ‖B⁻¹‖ ‖A_j‖ ε) are
             // zeros in exact arithmetic; pivoting on one makes B singular.
-            let noise = self.binv_t.amax() * self.column(entering).amax();
+            let noise = self.binv_max * self.column(entering).amax();
             let threshold = self.tolerance * amax.max(noise).max(f64::MIN_POSITIVE);
             let candidates: Vec<usize> = (0..n).filter(|&i| abar[i] > threshold).collect();
             if candidates.is_empty() {
@@ -307,7 +358,7 @@ impl<'a> Tableau<'a> {
                 return LcpStatus::Solved;
             }
             self.entering = Some(self.complement(leaving));
-            if self.since_refactor >= self.refactor_every && !self.refactor() {
+            if self.since_refactor >= self.refactor_every.max(n) && !self.refactor() {
                 return LcpStatus::NumericalFailure;
             }
         }
@@ -392,7 +443,8 @@ impl<'a> Tableau<'a> {
     /// q̄ᵢ of 1e-15 where exact arithmetic gives 0 would break a tie arbitrarily and
     /// with it the lexico-positivity that prevents cycling.
     fn flush_noise(&mut self) {
-        let q_floor = self.tolerance * self.lcp.scale() * self.binv_t.amax().max(1.0);
+        self.binv_max = self.binv_t.amax();
+        let q_floor = self.tolerance * self.lcp.scale() * self.binv_max.max(1.0);
         for x in self.qbar.iter_mut() {
             if x.abs() <= q_floor {
                 *x = 0.0;
@@ -400,11 +452,62 @@ impl<'a> Tableau<'a> {
         }
     }
 
+    /// B⁻¹ from the basis columns, exploiting that the columns of basic wⱼ are
+    /// unit vectors: with K the rows no unit column covers and C the other
+    /// columns, B x = b gives x_C = A_KC⁻¹ b_K and x_wⱼ = bⱼ − A_jC x_C, so only an
+    /// m×m inverse (m = |C|) is needed. `None` if B is singular.
+    fn basis_inverse(&self) -> Option<DMatrix<f64>> {
+        let n = self.n;
+        let mut unit_row = vec![usize::MAX; n];
+        let mut others = Vec::new();
+        for (row, &var) in self.basis.iter().enumerate() {
+            if var < n {
+                unit_row[var] = row;
+            } else {
+                others.push(row);
+            }
+        }
+        let uncovered: Vec<usize> = (0..n).filter(|&j| unit_row[j] == usize::MAX).collect();
+        let m = others.len();
+        if uncovered.len() != m {
+            return None;
+        }
+        let columns: Vec<DVector<f64>> = others.iter().map(|&r| self.column(self.basis[r])).collect();
+        let a = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
+        let a_inv = if m == 0 { a } else { a.try_inverse()? };
+        if a_inv.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let mut binv = DMatrix::zeros(n, n);
+        for (c, &row) in others.iter().enumerate() {
+            for (k, &j) in uncovered.iter().enumerate() {
+                binv[(row, j)] = a_inv[(c, k)];
+            }
+        }
+        // Row of wⱼ: e_jᵀ − Σ_c A_jc (row c of A_KC⁻¹, spread over the K columns).
+        for j in 0..n {
+            let row = unit_row[j];
+            if row == usize::MAX {
+                continue;
+            }
+            binv[(row, j)] = 1.0;
+            for (c, column) in columns.iter().enumerate() {
+                let coefficient = column[j];
+                if coefficient != 0.0 {
+                    for (k, &jj) in uncovered.iter().enumerate() {
+                        binv[(row, jj)] -= coefficient * a_inv[(c, k)];
+                    }
+                }
+            }
+        }
+        Some(binv)
+    }
+
     /// Recomputes B⁻¹ and q̄ from the basis columns; false if B is singular.
     fn refactor(&mut self) -> bool {
         self.since_refactor = 0;
-        match self.basis_matrix().try_inverse() {
-            Some(binv) if binv.iter().all(|x| x.is_finite()) => {
+        match self.basis_inverse() {
+            Some(binv) => {
                 self.qbar = &binv * &self.lcp.q;
                 self.binv_t = binv.transpose();
                 self.flush_noise();
