@@ -18,7 +18,9 @@ fn bench(c: &mut Criterion) {
         .collect();
     paths.sort();
     for path in paths {
-        let name = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let name = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let scene = scene::load(Path::new(&path)).expect("shipped scenes load");
         let mut sim = Simulation::new(scene);
         let third = (sim.params.duration / sim.params.dt / 3.0) as usize;
@@ -27,7 +29,12 @@ fn bench(c: &mut Criterion) {
         }
         // The time split over the rest of the run.
         let mut probe = sim.clone();
-        let (mut geometry, mut build, mut lemke, mut total) = (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let (mut geometry, mut build, mut lemke, mut total) = (
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+        );
         let mut sizes = 0;
         let steps = 2 * third.max(1);
         for _ in 0..steps {
@@ -51,7 +58,11 @@ fn bench(c: &mut Criterion) {
             pct(lemke)
         );
         group.bench_function(&name, |b| {
-            b.iter_batched(|| sim.clone(), |mut s| s.step().map(|r| r.pivots), BatchSize::SmallInput)
+            b.iter_batched(
+                || sim.clone(),
+                |mut s| s.step().map(|r| r.pivots),
+                BatchSize::SmallInput,
+            )
         });
     }
     group.finish();

@@ -6,14 +6,14 @@
 //! [`lcp::lemke`]; the impulses give the new state. The physics core never imports
 //! Bevy; the viewer (feature `viewer`) is a thin shell over it.
 
+pub mod cli;
 pub mod geometry;
 pub mod lcp;
 pub mod model;
 pub mod params;
-pub mod stepper;
 pub mod scene;
-pub mod cli;
 pub mod sim;
+pub mod stepper;
 
 #[cfg(feature = "viewer")]
 pub mod viewer;

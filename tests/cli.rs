@@ -22,9 +22,20 @@ fn run_writes_the_documented_csv() {
     let dir = temp_dir("run");
     let csv = dir.join("rod.csv");
     let out = contactlab(&[
-        "run", "scenes/rod.ron", "--duration", "0.1", "--every", "10", "--csv", csv.to_str().expect("utf-8"),
+        "run",
+        "scenes/rod.ron",
+        "--duration",
+        "0.1",
+        "--every",
+        "10",
+        "--csv",
+        csv.to_str().expect("utf-8"),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&csv).expect("csv written");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -33,10 +44,16 @@ fn run_writes_the_documented_csv() {
     );
     // t = 0 and every 10th of the 40 steps.
     assert_eq!(lines.len(), 1 + 1 + 4);
-    let first: Vec<f64> = lines[1].split(',').map(|v| v.parse().expect("number")).collect();
+    let first: Vec<f64> = lines[1]
+        .split(',')
+        .map(|v| v.parse().expect("number"))
+        .collect();
     assert_eq!(first[0], 0.0);
     assert_eq!(first[2], 1.0, "rod starts 1 m up");
-    let last: Vec<f64> = lines[5].split(',').map(|v| v.parse().expect("number")).collect();
+    let last: Vec<f64> = lines[5]
+        .split(',')
+        .map(|v| v.parse().expect("number"))
+        .collect();
     assert!((last[0] - 0.1).abs() < 1e-12);
     // Free fall: y = 1 − g t²/2 along the implicit Euler path (within h g t).
     assert!((last[2] - (1.0 - 0.5 * 9.81 * 0.01)).abs() < 0.0025 * 9.81 * 0.1 + 1e-12);
@@ -74,17 +91,32 @@ fn dumped_step_lcps_replay_with_the_lcp_command() {
     let csv = dir.join("balls.csv");
     let dump = dir.join("lcps");
     let out = contactlab(&[
-        "run", "scenes/four_balls.ron", "--duration", "0.5", "--csv", csv.to_str().expect("utf-8"),
-        "--dump-lcp", dump.to_str().expect("utf-8"),
+        "run",
+        "scenes/four_balls.ron",
+        "--duration",
+        "0.5",
+        "--csv",
+        csv.to_str().expect("utf-8"),
+        "--dump-lcp",
+        dump.to_str().expect("utf-8"),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dump)
         .expect("dump dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     files.sort();
     assert_eq!(files.len(), 200, "one file per step");
-    let last = files.last().expect("files").to_str().expect("utf-8").to_owned();
+    let last = files
+        .last()
+        .expect("files")
+        .to_str()
+        .expect("utf-8")
+        .to_owned();
     let out = contactlab(&["lcp", &last]);
     assert!(out.status.success());
     let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -111,8 +143,15 @@ fn lcp_prints_one_line_per_file_and_fails_on_unreadable_ones() {
     );
     let bad = dir.join("bad.dat");
     std::fs::write(&bad, "2\n0\n2\n2\n2 2\n1 x\n").expect("write");
-    let out = contactlab(&["lcp", good.to_str().expect("utf-8"), bad.to_str().expect("utf-8")]);
+    let out = contactlab(&[
+        "lcp",
+        good.to_str().expect("utf-8"),
+        bad.to_str().expect("utf-8"),
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.dat:6:3: M[2,1]: expected a number, found `x`"), "{err}");
+    assert!(
+        err.contains("bad.dat:6:3: M[2,1]: expected a number, found `x`"),
+        "{err}"
+    );
 }

@@ -130,7 +130,11 @@ fn degenerate_problems_terminate_only_with_lexicographic_resolution() {
             },
         )
         .expect("valid options");
-        assert_eq!(plain.status, LcpStatus::MaxPivots, "lowest-index rule cycles");
+        assert_eq!(
+            plain.status,
+            LcpStatus::MaxPivots,
+            "lowest-index rule cycles"
+        );
         let lexico = solve(&problem);
         assert_complementary(&problem, &lexico);
         assert!(lexico.pivots < 50);
@@ -239,8 +243,8 @@ fn stewart_trinkle_friction_lcps_are_always_solved() {
 #[test]
 fn a_problem_without_solution_ends_on_a_ray() {
     for n in 1..=6 {
-        let problem = Lcp::new(-DMatrix::identity(n, n), DVector::from_element(n, -1.0))
-            .expect("square");
+        let problem =
+            Lcp::new(-DMatrix::identity(n, n), DVector::from_element(n, -1.0)).expect("square");
         let solution = solve(&problem);
         assert_eq!(solution.status, LcpStatus::RayTermination, "n = {n}");
     }
@@ -294,7 +298,10 @@ fn warm_start_from_a_neighbouring_problem_is_correct_and_cheaper() {
         cold_pivots += cold.pivots;
         warm_pivots += warm.pivots;
     }
-    assert!(warm_pivots * 2 < cold_pivots, "warm {warm_pivots} cold {cold_pivots}");
+    assert!(
+        warm_pivots * 2 < cold_pivots,
+        "warm {warm_pivots} cold {cold_pivots}"
+    );
 }
 
 #[test]
@@ -348,8 +355,8 @@ fn invalid_input_is_an_error_not_a_panic() {
         Lcp::new(DMatrix::from_element(1, 1, f64::NAN), DVector::zeros(1)),
         Err(LcpError::NotFinite { what: "M" })
     ));
-    let problem = Lcp::new(DMatrix::identity(2, 2), DVector::from_element(2, -1.0))
-        .expect("square");
+    let problem =
+        Lcp::new(DMatrix::identity(2, 2), DVector::from_element(2, -1.0)).expect("square");
     let bad_covering = LemkeOptions {
         covering: Some(DVector::from_vec(vec![1.0, 0.0])),
         ..Default::default()
@@ -398,7 +405,10 @@ fn siconos_format_round_trips_exactly() {
 fn siconos_format_is_column_major() {
     let text = "2\n0\n2\n2\n2\t2\n1 2\n3 4\n-5 -6\nfree text after q\n";
     let problem = siconos::parse(text, std::path::Path::new("t.dat")).expect("parses");
-    assert_eq!(problem.m, DMatrix::from_row_slice(2, 2, &[1.0, 3.0, 2.0, 4.0]));
+    assert_eq!(
+        problem.m,
+        DMatrix::from_row_slice(2, 2, &[1.0, 3.0, 2.0, 4.0])
+    );
     assert_eq!(problem.q, DVector::from_vec(vec![-5.0, -6.0]));
 }
 
@@ -406,11 +416,26 @@ fn siconos_format_is_column_major() {
 fn siconos_errors_name_file_line_column_and_field() {
     let path = std::path::Path::new("bad.dat");
     let cases = [
-        ("2\n0\n2\n2\n2 2\n1 x\n3 4\n-5 -6\n", "bad.dat:6:3: M[2,1]: expected a number, found `x`"),
-        ("2\n1\n", "bad.dat:2:1: storage: only dense storage (0) is supported, found `1`"),
-        ("2\n0\n2\n3\n", "bad.dat:4:1: columns: expected 2 (the problem size), found 3"),
-        ("2\n0\n2\n2\n2 2\n1 2\n3 4\n-5\n", "bad.dat:8:1: q[2]: unexpected end of file"),
-        ("-1\n", "bad.dat:1:1: n: expected a size (a non-negative integer), found `-1`"),
+        (
+            "2\n0\n2\n2\n2 2\n1 x\n3 4\n-5 -6\n",
+            "bad.dat:6:3: M[2,1]: expected a number, found `x`",
+        ),
+        (
+            "2\n1\n",
+            "bad.dat:2:1: storage: only dense storage (0) is supported, found `1`",
+        ),
+        (
+            "2\n0\n2\n3\n",
+            "bad.dat:4:1: columns: expected 2 (the problem size), found 3",
+        ),
+        (
+            "2\n0\n2\n2\n2 2\n1 2\n3 4\n-5\n",
+            "bad.dat:8:1: q[2]: unexpected end of file",
+        ),
+        (
+            "-1\n",
+            "bad.dat:1:1: n: expected a size (a non-negative integer), found `-1`",
+        ),
     ];
     for (text, expected) in cases {
         let error = siconos::parse(text, path).expect_err("must fail");

@@ -90,7 +90,11 @@ fn other_ranges_are_checked() {
         ("dt: 0.01", "dt: 0.0", "params.dt"),
         ("radius: 0.1", "radius: -0.1", "bodies[1].shape"),
         ("duration: 0.5", "duration: -1.0", "params.duration"),
-        ("normal: (0.0, 0.0, 1.0)", "normal: (0.0, 0.0, 0.0)", "surfaces[0].normal"),
+        (
+            "normal: (0.0, 0.0, 1.0)",
+            "normal: (0.0, 0.0, 0.0)",
+            "surfaces[0].normal",
+        ),
     ] {
         let e = error_of(&GOOD.replace(from, to));
         assert!(e.contains(&format!(": {field}: ")), "{e}");
@@ -102,7 +106,10 @@ fn other_ranges_are_checked() {
 #[test]
 fn a_missing_file_is_an_error_not_a_panic() {
     let e = scene::load(Path::new("scenes/does_not_exist.ron")).expect_err("missing");
-    assert!(e.to_string().starts_with("scenes/does_not_exist.ron: "), "{e}");
+    assert!(
+        e.to_string().starts_with("scenes/does_not_exist.ron: "),
+        "{e}"
+    );
 }
 
 #[test]
@@ -122,7 +129,10 @@ fn every_shipped_scene_loads_with_its_documented_body_names() {
             panic!("{file} is a rigid scene");
         };
         for name in *bodies {
-            assert!(system.body_index(name).is_some(), "{file} lacks body {name}");
+            assert!(
+                system.body_index(name).is_some(),
+                "{file} lacks body {name}"
+            );
         }
         if *file == "pile.ron" {
             assert!(system.bodies.len() >= 20);

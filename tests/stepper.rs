@@ -55,8 +55,14 @@ fn rod_impacts_at_the_papers_times_and_comes_to_rest() {
     let (t1, _) = first.expect("the rod hits the table");
     let t2 = second.expect("the other end hits");
     let t3 = rest.expect("the rod comes to rest");
-    assert!((0.37..=0.40).contains(&t1), "first impact at {t1} (paper: 0.383)");
-    assert!((0.53..=0.57).contains(&t2), "other end at {t2} (paper: 0.548)");
+    assert!(
+        (0.37..=0.40).contains(&t1),
+        "first impact at {t1} (paper: 0.383)"
+    );
+    assert!(
+        (0.53..=0.57).contains(&t2),
+        "other end at {t2} (paper: 0.548)"
+    );
     assert!(t3 < 0.65, "at rest from {t3}");
     assert!(deepest >= -1e-6, "deepest gap {deepest}");
 }
@@ -76,7 +82,10 @@ fn four_balls_hit_table_then_line_and_pass_momentum_down() {
     });
     let table = table.expect("ball1 lands");
     let line = line.expect("ball1 hits ball2");
-    assert!((0.41..=0.44).contains(&table), "table at {table} (paper 0.42)");
+    assert!(
+        (0.41..=0.44).contains(&table),
+        "table at {table} (paper 0.42)"
+    );
     assert!((0.56..=0.62).contains(&line), "line at {line} (paper 0.59)");
     let s = rigid(&sim);
     let vx = |i: usize| s.linear_velocity(&sim.state.v, i).x;
@@ -115,7 +124,10 @@ fn four_balls_velocity_error_shrinks_like_h() {
             .map(|(a, b)| (a - b).amax() * 0.02)
             .sum::<f64>()
     };
-    let errors: Vec<f64> = [0.02, 0.01, 0.005, 0.0025].iter().map(|&h| error(h)).collect();
+    let errors: Vec<f64> = [0.02, 0.01, 0.005, 0.0025]
+        .iter()
+        .map(|&h| error(h))
+        .collect();
     println!("velocity errors {errors:?}");
     for pair in errors.windows(2) {
         assert!(pair[1] < pair[0], "error must shrink with h: {errors:?}");
@@ -149,10 +161,19 @@ fn sliding_ball_rolls_from_t_star_at_five_sevenths_speed() {
         }
     });
     let t = rolling_from.expect("the ball starts rolling");
-    assert!((t - t_star).abs() < 0.02 * t_star, "rolls from {t}, t* = {t_star}");
+    assert!(
+        (t - t_star).abs() < 0.02 * t_star,
+        "rolls from {t}, t* = {t_star}"
+    );
     let speed = rigid(&sim).linear_velocity(&sim.state.v, 0).x;
-    assert!((speed - 5.0 * v0 / 7.0).abs() < 0.02 * 5.0 * v0 / 7.0, "speed {speed}");
-    assert!(edge_aligned, "friction opposes the slide along a pyramid edge");
+    assert!(
+        (speed - 5.0 * v0 / 7.0).abs() < 0.02 * 5.0 * v0 / 7.0,
+        "speed {speed}"
+    );
+    assert!(
+        edge_aligned,
+        "friction opposes the slide along a pyramid edge"
+    );
 }
 
 /// The incline scene with angle α and friction μ (the box sits flat on it).
@@ -214,7 +235,10 @@ fn assert_dissipative(name: &str) {
         worst = worst.max((now - previous) / scale);
         previous = now;
     });
-    assert!(worst <= 1e-9, "{name}: energy rose by {worst} (relative) in one step");
+    assert!(
+        worst <= 1e-9,
+        "{name}: energy rose by {worst} (relative) in one step"
+    );
 }
 
 #[test]
@@ -249,6 +273,10 @@ fn every_shipped_scene_runs_its_full_duration() {
         let mut sim = Simulation::new(scene);
         let duration = sim.params.duration;
         run(&mut sim, duration, |_, _| {});
-        assert!((sim.state.t - duration).abs() < sim.params.dt, "{}", path.display());
+        assert!(
+            (sim.state.t - duration).abs() < sim.params.dt,
+            "{}",
+            path.display()
+        );
     }
 }

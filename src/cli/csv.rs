@@ -47,7 +47,12 @@ pub fn csv_header(model: &Model) -> String {
 
 /// One data row for `state`; `report` is the step that produced it (None at t = 0,
 /// where the LCP columns are 0 and min_gap is measured directly).
-pub fn csv_row(model: &Model, params: &Params, state: &State, report: Option<&StepReport>) -> String {
+pub fn csv_row(
+    model: &Model,
+    params: &Params,
+    state: &State,
+    report: Option<&StepReport>,
+) -> String {
     let mut values: Vec<f64> = vec![state.t];
     match model {
         Model::Rigid(s) => {

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 pub fn run(files: &[PathBuf]) -> Result<(), String> {
     let mut failed = 0;
     for path in files {
-        let name = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         match siconos::read(path) {
             Ok(problem) => match lcp::solve(&problem, &LemkeOptions::default()) {
                 Ok(s) => println!(
@@ -35,6 +36,9 @@ pub fn run(files: &[PathBuf]) -> Result<(), String> {
     if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{failed} of {} files could not be read", files.len()))
+        Err(format!(
+            "{failed} of {} files could not be read",
+            files.len()
+        ))
     }
 }

@@ -43,7 +43,7 @@ pub struct ViewArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Step a scene headless and write its trajectory as CSV.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Solve LCPs in the Siconos `.dat` format and print one line per file.
     Lcp {
         /// The `.dat` files.

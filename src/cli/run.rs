@@ -1,7 +1,7 @@
 //! `contactlab run`: a scene stepped headless, written as CSV.
 
-use super::{Overrides, RunArgs};
 use super::csv::{csv_header, csv_row};
+use super::{Overrides, RunArgs};
 use crate::lcp::{LcpStatus, siconos};
 use crate::params::{Params, StepperKind};
 use crate::scene::{self, Scene, validate_params};
@@ -58,7 +58,8 @@ pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
     if let Some(n) = o.ncp_iterations {
         p.ncp_iterations = n;
     }
-    validate_params(&p, scene.model.is_planar()).map_err(|(field, message)| format!("--{}: {message}", field.replace('_', "-")))?;
+    validate_params(&p, scene.model.is_planar())
+        .map_err(|(field, message)| format!("--{}: {message}", field.replace('_', "-")))?;
     Ok(p)
 }
 
@@ -79,11 +80,17 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--dump-lcp {}: {e}", dir.display()))?;
         sim.set_record_lcp(true);
     }
-    let file = std::fs::File::create(&args.csv).map_err(|e| format!("--csv {}: {e}", args.csv.display()))?;
+    let file = std::fs::File::create(&args.csv)
+        .map_err(|e| format!("--csv {}: {e}", args.csv.display()))?;
     let mut out = std::io::BufWriter::new(file);
     let write_err = |e: std::io::Error| format!("--csv {}: {e}", args.csv.display());
     writeln!(out, "{}", csv_header(sim.model())).map_err(write_err)?;
-    writeln!(out, "{}", csv_row(sim.model(), &sim.params, &sim.state, None)).map_err(write_err)?;
+    writeln!(
+        out,
+        "{}",
+        csv_row(sim.model(), &sim.params, &sim.state, None)
+    )
+    .map_err(write_err)?;
 
     let total = step_count(&sim.params);
     let started = Instant::now();
@@ -95,7 +102,11 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         };
         if let (Some(dir), Some(lcp)) = (&args.dump_lcp, &report.lcp) {
             let path = dir.join(format!("step_{step:06}.dat"));
-            let comment = format!("contactlab step {step}, t = {} s, scene {}", report.t, sim.scene.path.display());
+            let comment = format!(
+                "contactlab step {step}, t = {} s, scene {}",
+                report.t,
+                sim.scene.path.display()
+            );
             siconos::write(lcp, &path, &comment).map_err(|e| e.to_string())?;
         }
         if report.status != LcpStatus::Solved {
@@ -111,11 +122,18 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         }
         if step % args.every == 0 || step == total {
             let report = sim.last.as_ref();
-            writeln!(out, "{}", csv_row(sim.model(), &sim.params, &sim.state, report)).map_err(write_err)?;
+            writeln!(
+                out,
+                "{}",
+                csv_row(sim.model(), &sim.params, &sim.state, report)
+            )
+            .map_err(write_err)?;
         }
         if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
             let b = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {elapsed} elapsed, ETA {eta}") {
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} steps  {elapsed} elapsed, ETA {eta}",
+            ) {
                 b.set_style(style);
             }
             bar = Some(b);

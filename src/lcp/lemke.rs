@@ -297,7 +297,11 @@ impl<'a> Tableau<'a> {
     }
 
     fn complement(&self, var: Var) -> Var {
-        if var < self.n { var + self.n } else { var - self.n }
+        if var < self.n {
+            var + self.n
+        } else {
+            var - self.n
+        }
     }
 
     /// Runs pivots until termination; returns how it ended.
@@ -472,7 +476,8 @@ impl<'a> Tableau<'a> {
         if uncovered.len() != m {
             return None;
         }
-        let columns: Vec<DVector<f64>> = others.iter().map(|&r| self.column(self.basis[r])).collect();
+        let columns: Vec<DVector<f64>> =
+            others.iter().map(|&r| self.column(self.basis[r])).collect();
         let a = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
         let a_inv = if m == 0 { a } else { a.try_inverse()? };
         if a_inv.iter().any(|x| !x.is_finite()) {
@@ -552,10 +557,13 @@ impl<'a> Tableau<'a> {
                     let r = self.lcp.validate(&z).relative();
                     (z, r)
                 })
-                .fold(None, |best: Option<(DVector<f64>, f64)>, (z, r)| match best {
-                    Some((bz, br)) if br <= r => Some((bz, br)),
-                    _ => Some((z, r)),
-                })
+                .fold(
+                    None,
+                    |best: Option<(DVector<f64>, f64)>, (z, r)| match best {
+                        Some((bz, br)) if br <= r => Some((bz, br)),
+                        _ => Some((z, r)),
+                    },
+                )
                 .unwrap_or_else(|| unreachable!("at least one candidate"))
         } else {
             let z = self.z_from(&self.qbar);
@@ -564,7 +572,7 @@ impl<'a> Tableau<'a> {
         };
         let n = self.n;
         let w = &self.lcp.m * &z + &self.lcp.q;
-        if status == LcpStatus::Solved && !(residual <= self.max_residual) {
+        if status == LcpStatus::Solved && (residual.is_nan() || residual > self.max_residual) {
             status = LcpStatus::NumericalFailure;
         }
         let basis = self

@@ -107,7 +107,10 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
                 line: token.line,
                 column: token.column,
                 field: field.to_owned(),
-                message: format!("expected a size (a non-negative integer), found `{}`", token.text),
+                message: format!(
+                    "expected a size (a non-negative integer), found `{}`",
+                    token.text
+                ),
             })
         }
     };
@@ -120,7 +123,10 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
             line: token.line,
             column: token.column,
             field: "storage".to_owned(),
-            message: format!("only dense storage (0) is supported, found `{}`", token.text),
+            message: format!(
+                "only dense storage (0) is supported, found `{}`",
+                token.text
+            ),
         });
     }
     for field in ["rows", "columns", "rows", "columns"] {
@@ -185,7 +191,9 @@ pub fn format(lcp: &Lcp, comment: &str) -> String {
     let n = lcp.size();
     let mut out = format!("{n}\n0\n{n}\n{n}\n{n}\t{n}\n");
     for col in 0..n {
-        let line: Vec<String> = (0..n).map(|row| format!("{:e}", lcp.m[(row, col)])).collect();
+        let line: Vec<String> = (0..n)
+            .map(|row| format!("{:e}", lcp.m[(row, col)]))
+            .collect();
         out.push_str(&line.join(" "));
         out.push('\n');
     }

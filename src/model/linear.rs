@@ -92,7 +92,13 @@ impl LinearSystem {
     }
 
     /// f₀ + Σ a cos(ωt + φ) − K q − C v.
-    pub fn forces(&self, q: &DVector<f64>, v: &DVector<f64>, t: f64, _params: &Params) -> DVector<f64> {
+    pub fn forces(
+        &self,
+        q: &DVector<f64>,
+        v: &DVector<f64>,
+        t: f64,
+        _params: &Params,
+    ) -> DVector<f64> {
         let mut k = &self.constant_force - &self.stiffness * q - &self.damping * v;
         for h in &self.harmonics {
             k += &h.amplitude * (h.omega * t + h.phase).cos();

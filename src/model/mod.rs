@@ -113,7 +113,13 @@ impl Model {
 
     /// The applied generalized force k(q, v, t) (gravity, gyroscopic terms,
     /// springs, dampers, external forces), N or N·m.
-    pub fn forces(&self, q: &DVector<f64>, v: &DVector<f64>, t: f64, params: &Params) -> DVector<f64> {
+    pub fn forces(
+        &self,
+        q: &DVector<f64>,
+        v: &DVector<f64>,
+        t: f64,
+        params: &Params,
+    ) -> DVector<f64> {
         match self {
             Self::Rigid(s) => s.forces(q, v),
             Self::Linear(s) => s.forces(q, v, t, params),

@@ -190,9 +190,7 @@ impl RigidSystem {
         let o = i * velocity_size(self.dimension);
         match self.dimension {
             Dimension::Planar => Vector3::new(0.0, 0.0, v[o + 2]),
-            Dimension::Spatial => {
-                self.rotation(q, i) * Vector3::new(v[o + 3], v[o + 4], v[o + 5])
-            }
+            Dimension::Spatial => self.rotation(q, i) * Vector3::new(v[o + 3], v[o + 4], v[o + 5]),
         }
     }
 
@@ -268,7 +266,8 @@ impl RigidSystem {
             let x = self.position(q, i);
             let r = self.rotation(q, i);
             for (s, surface) in self.surfaces.iter().enumerate() {
-                for (feature, witness, radius) in surface_features(&body.shape, &x, &r, self.dimension)
+                for (feature, witness, radius) in
+                    surface_features(&body.shape, &x, &r, self.dimension)
                 {
                     let gap = surface.normal.dot(&witness) - surface.offset - radius;
                     if gap <= margin {
@@ -403,7 +402,11 @@ impl RigidSystem {
                 }
             }
             Dimension::Spatial => {
-                let rt: Matrix3<f64> = self.rotation(q, i).to_rotation_matrix().matrix().transpose();
+                let rt: Matrix3<f64> = self
+                    .rotation(q, i)
+                    .to_rotation_matrix()
+                    .matrix()
+                    .transpose();
                 let map = |u: &Vector3<f64>| {
                     let ang = rt * r.cross(u);
                     [u.x, u.y, u.z, ang.x, ang.y, ang.z]
@@ -467,7 +470,13 @@ fn surface_features(
         } => [-1.0, 1.0]
             .iter()
             .enumerate()
-            .map(|(f, s)| (f as u32, x + r * Vector3::new(s * half_length, 0.0, 0.0), radius))
+            .map(|(f, s)| {
+                (
+                    f as u32,
+                    x + r * Vector3::new(s * half_length, 0.0, 0.0),
+                    radius,
+                )
+            })
             .collect(),
         Shape::Box { half_extents } => {
             let [hx, hy, hz] = half_extents;

@@ -10,8 +10,8 @@ mod locate;
 mod spec;
 
 pub use spec::{
-    BodySpec, CameraHint, HarmonicSpec, LinearSpec, Orientation, RigidSpec, SceneFile, SurfaceSpec,
-    SystemSpec, AffineContactSpec,
+    AffineContactSpec, BodySpec, CameraHint, HarmonicSpec, LinearSpec, Orientation, RigidSpec,
+    SceneFile, SurfaceSpec, SystemSpec,
 };
 
 use crate::model::rigid::{default_inertia, position_size, velocity_size};
@@ -84,7 +84,8 @@ pub fn load(path: &Path) -> Result<Scene, SceneError> {
 
 /// Parses and validates scene text; `path` names it in errors.
 pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
-    let options = ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+    let options =
+        ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let file: SceneFile = options.from_str(source).map_err(|e| {
         let field = match &e.code {
             ron::Error::NoSuchStructField { found, .. } => found.clone(),
@@ -110,7 +111,12 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     /// An error at the field reached by following `anchors` through the text.
-    fn error(&self, anchors: &[&str], field: impl Into<String>, message: impl Into<String>) -> SceneError {
+    fn error(
+        &self,
+        anchors: &[&str],
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> SceneError {
         let (line, column) = locate(self.source, anchors);
         SceneError::Invalid {
             path: self.path.to_owned(),
@@ -125,7 +131,11 @@ impl Checker<'_> {
         if value.is_finite() && value > 0.0 {
             Ok(())
         } else {
-            Err(self.error(anchors, field, format!("must be a positive number, found {value}")))
+            Err(self.error(
+                anchors,
+                field,
+                format!("must be a positive number, found {value}"),
+            ))
         }
     }
 }
@@ -161,10 +171,16 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
 pub fn validate_params(params: &Params, planar: bool) -> Result<(), (&'static str, String)> {
     let finite_positive = |x: f64| x.is_finite() && x > 0.0;
     if !finite_positive(params.dt) {
-        return Err(("dt", format!("the step size h must be positive, found {}", params.dt)));
+        return Err((
+            "dt",
+            format!("the step size h must be positive, found {}", params.dt),
+        ));
     }
     if !finite_positive(params.duration) {
-        return Err(("duration", format!("must be positive, found {}", params.duration)));
+        return Err((
+            "duration",
+            format!("must be positive, found {}", params.duration),
+        ));
     }
     if !(params.mu.is_finite() && params.mu >= 0.0) {
         return Err(("mu", format!("friction μ must be ≥ 0, found {}", params.mu)));
@@ -172,14 +188,20 @@ pub fn validate_params(params: &Params, planar: bool) -> Result<(), (&'static st
     if !(0.0..=1.0).contains(&params.restitution) {
         return Err((
             "restitution",
-            format!("restitution must be in [0, 1], found {}", params.restitution),
+            format!(
+                "restitution must be in [0, 1], found {}",
+                params.restitution
+            ),
         ));
     }
     if !(params.damping.is_finite() && params.damping >= 0.0) {
         return Err(("damping", format!("must be ≥ 0, found {}", params.damping)));
     }
     if !(params.stiffness.is_finite() && params.stiffness >= 0.0) {
-        return Err(("stiffness", format!("must be ≥ 0, found {}", params.stiffness)));
+        return Err((
+            "stiffness",
+            format!("must be ≥ 0, found {}", params.stiffness),
+        ));
     }
     if !planar && params.edges < 3 {
         return Err((
@@ -191,7 +213,10 @@ pub fn validate_params(params: &Params, planar: bool) -> Result<(), (&'static st
         ));
     }
     if params.edges > 256 {
-        return Err(("edges", format!("at most 256 edges, found {}", params.edges)));
+        return Err((
+            "edges",
+            format!("at most 256 edges, found {}", params.edges),
+        ));
     }
     if params.ncp_iterations == 0 || params.ncp_iterations > 100 {
         return Err((
@@ -217,14 +242,21 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
             return Err(check.error(
                 &["bodies", quoted.as_str(), quoted.as_str()],
                 name_of("name"),
-                format!("duplicate name `{}`: body and surface names must be unique", b.name),
+                format!(
+                    "duplicate name `{}`: body and surface names must be unique",
+                    b.name
+                ),
             ));
         }
         check.positive(b.mass, &at("mass"), &name_of("mass"))?;
         check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
         let inertia = match b.inertia {
             Some(j) => {
-                let used: &[usize] = if dim == Dimension::Planar { &[2] } else { &[0, 1, 2] };
+                let used: &[usize] = if dim == Dimension::Planar {
+                    &[2]
+                } else {
+                    &[0, 1, 2]
+                };
                 for &a in used {
                     check.positive(j[a], &at("inertia"), &name_of("inertia"))?;
                 }
@@ -237,35 +269,64 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
             Orientation::AxisAngle(axis, angle) => {
                 let axis = Vector3::from(axis);
                 if axis.norm() == 0.0 || !axis.iter().all(|x| x.is_finite()) {
-                    return Err(check.error(&at("orientation"), name_of("orientation"), "the rotation axis must be a non-zero vector"));
+                    return Err(check.error(
+                        &at("orientation"),
+                        name_of("orientation"),
+                        "the rotation axis must be a non-zero vector",
+                    ));
                 }
                 UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(axis), angle)
             }
             Orientation::Quaternion([w, x, y, z]) => {
                 let quat = Quaternion::new(w, x, y, z);
                 if quat.norm() == 0.0 || !quat.coords.iter().all(|x| x.is_finite()) {
-                    return Err(check.error(&at("orientation"), name_of("orientation"), "the quaternion must be non-zero"));
+                    return Err(check.error(
+                        &at("orientation"),
+                        name_of("orientation"),
+                        "the quaternion must be non-zero",
+                    ));
                 }
                 UnitQuaternion::from_quaternion(quat)
             }
         };
         if dim == Dimension::Planar && !matches!(b.orientation, Orientation::Angle(_)) {
-            return Err(check.error(&at("orientation"), name_of("orientation"), "planar bodies take `Angle(θ)` (radians about z)"));
+            return Err(check.error(
+                &at("orientation"),
+                name_of("orientation"),
+                "planar bodies take `Angle(θ)` (radians about z)",
+            ));
         }
-        let all_finite = b.position.iter().chain(b.velocity.iter()).chain(b.angular_velocity.iter()).all(|x| x.is_finite());
+        let all_finite = b
+            .position
+            .iter()
+            .chain(b.velocity.iter())
+            .chain(b.angular_velocity.iter())
+            .all(|x| x.is_finite());
         if !all_finite {
-            return Err(check.error(&at("position"), name_of("position"), "positions and velocities must be finite"));
+            return Err(check.error(
+                &at("position"),
+                name_of("position"),
+                "positions and velocities must be finite",
+            ));
         }
         let (oq, ov) = (i * pq, i * pv);
         match dim {
             Dimension::Planar => {
-                let Orientation::Angle(theta) = b.orientation else { unreachable!("checked above") };
-                q.rows_mut(oq, 3).copy_from_slice(&[b.position[0], b.position[1], theta]);
-                v.rows_mut(ov, 3).copy_from_slice(&[b.velocity[0], b.velocity[1], b.angular_velocity[2]]);
+                let Orientation::Angle(theta) = b.orientation else {
+                    unreachable!("checked above")
+                };
+                q.rows_mut(oq, 3)
+                    .copy_from_slice(&[b.position[0], b.position[1], theta]);
+                v.rows_mut(ov, 3).copy_from_slice(&[
+                    b.velocity[0],
+                    b.velocity[1],
+                    b.angular_velocity[2],
+                ]);
             }
             Dimension::Spatial => {
                 q.rows_mut(oq, 3).copy_from_slice(&b.position);
-                q.rows_mut(oq + 3, 4).copy_from_slice(&[rotation.w, rotation.i, rotation.j, rotation.k]);
+                q.rows_mut(oq + 3, 4)
+                    .copy_from_slice(&[rotation.w, rotation.i, rotation.j, rotation.k]);
                 v.rows_mut(ov, 3).copy_from_slice(&b.velocity);
                 // The scene gives ω in world axes; the state keeps body axes.
                 let body_w = rotation.inverse() * Vector3::from(b.angular_velocity);
@@ -286,11 +347,17 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
             return Err(check.error(
                 &["surfaces", quoted.as_str(), quoted.as_str()],
                 format!("surfaces[{i}].name"),
-                format!("duplicate name `{}`: body and surface names must be unique", s.name),
+                format!(
+                    "duplicate name `{}`: body and surface names must be unique",
+                    s.name
+                ),
             ));
         }
         let normal = Vector3::from(s.normal);
-        if normal.norm() == 0.0 || !normal.iter().all(|x| x.is_finite()) || (dim == Dimension::Planar && normal.z != 0.0) {
+        if normal.norm() == 0.0
+            || !normal.iter().all(|x| x.is_finite())
+            || (dim == Dimension::Planar && normal.z != 0.0)
+        {
             return Err(check.error(
                 &["surfaces", quoted.as_str(), "normal"],
                 format!("surfaces[{i}].normal"),
@@ -311,11 +378,19 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
 
-fn check_shape(shape: &crate::geometry::Shape, check: &Checker<'_>, anchors: &[&str], field: &str) -> Result<(), SceneError> {
+fn check_shape(
+    shape: &crate::geometry::Shape,
+    check: &Checker<'_>,
+    anchors: &[&str],
+    field: &str,
+) -> Result<(), SceneError> {
     use crate::geometry::Shape;
     let ok = match *shape {
         Shape::Sphere { radius } => radius.is_finite() && radius > 0.0,
-        Shape::Capsule { half_length, radius } => half_length.is_finite() && half_length >= 0.0 && radius.is_finite() && radius > 0.0,
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => half_length.is_finite() && half_length >= 0.0 && radius.is_finite() && radius > 0.0,
         Shape::Box { half_extents } => half_extents.iter().all(|h| h.is_finite() && *h > 0.0),
     };
     if ok {
@@ -328,60 +403,127 @@ fn check_shape(shape: &crate::geometry::Shape, check: &Checker<'_>, anchors: &[&
 fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
     let n = spec.coordinates.len();
     if n == 0 {
-        return Err(check.error(&["coordinates"], "coordinates", "a linear system needs at least one coordinate"));
+        return Err(check.error(
+            &["coordinates"],
+            "coordinates",
+            "a linear system needs at least one coordinate",
+        ));
     }
     let mut names = HashSet::new();
     for (i, c) in spec.coordinates.iter().enumerate() {
         if !names.insert(c) {
-            return Err(check.error(&["coordinates"], format!("coordinates[{i}]"), format!("duplicate name `{c}`")));
+            return Err(check.error(
+                &["coordinates"],
+                format!("coordinates[{i}]"),
+                format!("duplicate name `{c}`"),
+            ));
         }
     }
-    let matrix = |rows: &Option<Vec<Vec<f64>>>, field: &'static str| -> Result<DMatrix<f64>, SceneError> {
-        match rows {
-            None => Ok(DMatrix::zeros(n, n)),
-            Some(rows) => {
-                if rows.len() != n || rows.iter().any(|r| r.len() != n) {
-                    return Err(check.error(&[field], field, format!("must be {n}×{n} (one row per coordinate)")));
+    let matrix =
+        |rows: &Option<Vec<Vec<f64>>>, field: &'static str| -> Result<DMatrix<f64>, SceneError> {
+            match rows {
+                None => Ok(DMatrix::zeros(n, n)),
+                Some(rows) => {
+                    if rows.len() != n || rows.iter().any(|r| r.len() != n) {
+                        return Err(check.error(
+                            &[field],
+                            field,
+                            format!("must be {n}×{n} (one row per coordinate)"),
+                        ));
+                    }
+                    if rows.iter().flatten().any(|x| !x.is_finite()) {
+                        return Err(check.error(&[field], field, "entries must be finite"));
+                    }
+                    Ok(DMatrix::from_fn(n, n, |i, j| rows[i][j]))
                 }
-                if rows.iter().flatten().any(|x| !x.is_finite()) {
-                    return Err(check.error(&[field], field, "entries must be finite"));
-                }
-                Ok(DMatrix::from_fn(n, n, |i, j| rows[i][j]))
             }
-        }
-    };
-    let vector = |values: &Option<Vec<f64>>, anchors: &[&str], field: String| -> Result<DVector<f64>, SceneError> {
+        };
+    let vector = |values: &Option<Vec<f64>>,
+                  anchors: &[&str],
+                  field: String|
+     -> Result<DVector<f64>, SceneError> {
         match values {
             None => Ok(DVector::zeros(n)),
-            Some(v) if v.len() == n && v.iter().all(|x| x.is_finite()) => Ok(DVector::from_column_slice(v)),
-            Some(_) => Err(check.error(anchors, field, format!("must have {n} finite entries (one per coordinate)"))),
+            Some(v) if v.len() == n && v.iter().all(|x| x.is_finite()) => {
+                Ok(DVector::from_column_slice(v))
+            }
+            Some(_) => Err(check.error(
+                anchors,
+                field,
+                format!("must have {n} finite entries (one per coordinate)"),
+            )),
         }
     };
     let mass = matrix(&Some(spec.mass.clone()), "mass")?;
     let stiffness = matrix(&spec.stiffness, "stiffness")?;
     let damping = matrix(&spec.damping, "damping")?;
     let force = vector(&spec.force, &["force"], "force".into())?;
-    let q = vector(&Some(spec.initial_position.clone()), &["initial_position"], "initial_position".into())?;
-    let v = vector(&Some(spec.initial_velocity.clone()), &["initial_velocity"], "initial_velocity".into())?;
+    let q = vector(
+        &Some(spec.initial_position.clone()),
+        &["initial_position"],
+        "initial_position".into(),
+    )?;
+    let v = vector(
+        &Some(spec.initial_velocity.clone()),
+        &["initial_velocity"],
+        "initial_velocity".into(),
+    )?;
     let mut harmonics = Vec::new();
     for (i, h) in spec.harmonics.iter().enumerate() {
-        let amplitude = vector(&Some(h.amplitude.clone()), &["harmonics", "amplitude"], format!("harmonics[{i}].amplitude"))?;
+        let amplitude = vector(
+            &Some(h.amplitude.clone()),
+            &["harmonics", "amplitude"],
+            format!("harmonics[{i}].amplitude"),
+        )?;
         if !(h.omega.is_finite() && h.phase.is_finite()) {
-            return Err(check.error(&["harmonics", "omega"], format!("harmonics[{i}].omega"), "must be finite"));
+            return Err(check.error(
+                &["harmonics", "omega"],
+                format!("harmonics[{i}].omega"),
+                "must be finite",
+            ));
         }
-        harmonics.push(Harmonic { amplitude, omega: h.omega, phase: h.phase });
+        harmonics.push(Harmonic {
+            amplitude,
+            omega: h.omega,
+            phase: h.phase,
+        });
     }
     let mut contacts = Vec::new();
     for (i, c) in spec.contacts.iter().enumerate() {
         let quoted = format!("\"{}\"", c.name);
-        let w_n = vector(&Some(c.w_n.clone()), &["contacts", quoted.as_str(), "w_n"], format!("contacts[{i}].w_n"))?;
-        let w_t = vector(&Some(c.w_t.clone()), &["contacts", quoted.as_str(), "w_t"], format!("contacts[{i}].w_t"))?;
+        let w_n = vector(
+            &Some(c.w_n.clone()),
+            &["contacts", quoted.as_str(), "w_n"],
+            format!("contacts[{i}].w_n"),
+        )?;
+        let w_t = vector(
+            &Some(c.w_t.clone()),
+            &["contacts", quoted.as_str(), "w_t"],
+            format!("contacts[{i}].w_t"),
+        )?;
         if !c.g0.is_finite() || w_n.norm() == 0.0 {
-            return Err(check.error(&["contacts", quoted.as_str(), "w_n"], format!("contacts[{i}].w_n"), "g0 must be finite and w_n non-zero"));
+            return Err(check.error(
+                &["contacts", quoted.as_str(), "w_n"],
+                format!("contacts[{i}].w_n"),
+                "g0 must be finite and w_n non-zero",
+            ));
         }
-        contacts.push(AffineContact { name: c.name.clone(), g0: c.g0, w_n, w_t });
+        contacts.push(AffineContact {
+            name: c.name.clone(),
+            g0: c.g0,
+            w_n,
+            w_t,
+        });
     }
-    let system = LinearSystem::new(spec.coordinates.clone(), mass, stiffness, damping, force, harmonics, contacts)
-        .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
+    let system = LinearSystem::new(
+        spec.coordinates.clone(),
+        mass,
+        stiffness,
+        damping,
+        force,
+        harmonics,
+        contacts,
+    )
+    .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
     Ok((Model::Linear(system), State { q, v, t: 0.0 }))
 }

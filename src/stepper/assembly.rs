@@ -80,7 +80,13 @@ impl Impulses {
 
     /// The LCP (29): `free` is v* = v + h M⁻¹k, `gap_terms` the γ̃/h per contact,
     /// `mu` the friction coefficient per contact.
-    pub fn lcp(&self, contacts: &[&Contact], free: &DVector<f64>, gap_terms: &[f64], mu: &[f64]) -> Lcp {
+    pub fn lcp(
+        &self,
+        contacts: &[&Contact],
+        free: &DVector<f64>,
+        gap_terms: &[f64],
+        mu: &[f64],
+    ) -> Lcp {
         let layout = self.layout;
         let (nb, p) = (layout.friction, layout.contacts);
         let size = layout.size();

@@ -76,7 +76,8 @@ impl StewartTrinkle {
                 pivots += solved.pivots;
                 solves += 1;
                 if solved.status != LcpStatus::Solved {
-                    return self.failed(model, params, state, solved, pivots, solves, timings, start);
+                    return self
+                        .failed(model, params, state, solved, pivots, solves, timings, start);
                 }
                 let v_new = &free + &solved.velocity_change;
                 let q_new = model.integrate(&state.q, &v_new, h);
@@ -94,7 +95,12 @@ impl StewartTrinkle {
                 let done = missing.is_empty() || round + 1 == MAX_ROUNDS;
                 required.extend(missing);
                 if done {
-                    result = Some((solved, v_new, q_new, selected.iter().map(|&c| c.clone()).collect::<Vec<_>>()));
+                    result = Some((
+                        solved,
+                        v_new,
+                        q_new,
+                        selected.iter().map(|&c| c.clone()).collect::<Vec<_>>(),
+                    ));
                     break;
                 }
             }
@@ -145,11 +151,15 @@ impl StewartTrinkle {
                         .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
                 })
                 .unwrap_or_else(Vector3::zeros);
-            let tangential_impulse = if k == 2 { beta[0] - beta[1] } else { friction_impulse.norm() };
-            let gap = after
-                .iter()
-                .find(|c| c.id == contact.id)
-                .map_or(contact.gap + h * contact.normal.dot(&(&v_new - &v_hat)), |c| c.gap);
+            let tangential_impulse = if k == 2 {
+                beta[0] - beta[1]
+            } else {
+                friction_impulse.norm()
+            };
+            let gap = after.iter().find(|c| c.id == contact.id).map_or(
+                contact.gap + h * contact.normal.dot(&(&v_new - &v_hat)),
+                |c| c.gap,
+            );
             reports.push(ContactReport {
                 id: contact.id,
                 gap,
@@ -235,7 +245,8 @@ impl StewartTrinkle {
                 problem.m[(i, i)] += regularization;
             }
             let earlier = solution.pivots;
-            solution = lcp::solve(&problem, &LemkeOptions::default()).unwrap_or_else(|e| infallible(e));
+            solution =
+                lcp::solve(&problem, &LemkeOptions::default()).unwrap_or_else(|e| infallible(e));
             solution.pivots += earlier;
         }
         timings.lemke += clock.elapsed();

@@ -18,7 +18,9 @@ pub fn enumerate(m: &DMatrix<f64>, q: &DVector<f64>) -> Vec<DVector<f64>> {
         if k > 0 {
             let mss = DMatrix::from_fn(k, k, |a, b| m[(set[a], set[b])]);
             let qs = DVector::from_fn(k, |a, _| -q[set[a]]);
-            let Some(zs) = mss.lu().solve(&qs) else { continue };
+            let Some(zs) = mss.lu().solve(&qs) else {
+                continue;
+            };
             for (a, &i) in set.iter().enumerate() {
                 z[i] = zs[a];
             }
