@@ -1,5 +1,121 @@
-//! The interactive viewer (placeholder while it is written).
+//! The interactive viewer: a thin Bevy shell over [`crate::sim::Simulation`].
+//!
+//! - [`sim`]: the headless part ([`SimPlugin`]): the simulation as a resource,
+//!   one step per fixed tick, time settings, body entities and their
+//!   interpolated transforms. It runs under `MinimalPlugins` in the tests.
+//! - [`visuals`]: meshes, materials, lights and the surface grids.
+//! - [`overlay`]: contact points, normals, friction arrows and pyramids.
+//! - [`camera`]: orthographic (planar) and orbit (spatial) cameras.
+//! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
+//! - [`screenshot`]: `--screenshot PATH --frames N`.
+
+pub mod camera;
+pub mod overlay;
+pub mod panel;
+pub mod screenshot;
+pub mod sim;
+pub mod visuals;
+
+pub use sim::{
+    BodyVisual, History, PreviousState, Sample, SceneEpoch, SceneRoot, Sim, SimControl,
+    SimPlugin, SimSystems, SurfaceVisual,
+};
+
+use crate::cli::{Overrides, ViewArgs, apply_overrides};
+use crate::scene;
+use crate::sim::Simulation;
+use bevy::prelude::*;
+use bevy::window::{PresentMode, WindowResolution};
+use bevy_egui::EguiPlugin;
+use std::path::{Path, PathBuf};
+
+/// The scene opened when none is given.
+pub const DEFAULT_SCENE: &str = "scenes/rod.ron";
+
+/// Where the running scene came from, for reloading it and for the picker.
+#[derive(Resource, Debug, Clone)]
+pub struct SceneSource {
+    /// The scene file.
+    pub path: PathBuf,
+    /// The command line's parameter overrides (reapplied on reload when they fit).
+    pub overrides: Overrides,
+    /// The last load error, shown in the panel.
+    pub error: Option<String>,
+}
+
+/// Loads a scene file and applies the overrides.
+pub fn load_simulation(path: &Path, overrides: &Overrides) -> Result<Simulation, String> {
+    let scene = scene::load(path).map_err(|e| e.to_string())?;
+    let params = apply_overrides(&scene, overrides)?;
+    Ok(Simulation::with_params(scene, params))
+}
+
+/// The default scene: `scenes/rod.ron` from the working directory, or from the
+/// crate's own directory when the working directory has none.
+fn default_scene() -> PathBuf {
+    let local = PathBuf::from(DEFAULT_SCENE);
+    if local.exists() {
+        return local;
+    }
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SCENE);
+    if bundled.exists() { bundled } else { local }
+}
+
+/// The window, the rendering and UI plugins around [`SimPlugin`].
+pub struct ViewerPlugin;
+
+impl Plugin for ViewerPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_plugins(EguiPlugin::default()).add_plugins((
+            visuals::VisualsPlugin,
+            overlay::OverlayPlugin,
+            camera::CameraPlugin,
+            panel::PanelPlugin,
+        ));
+    }
+}
+
 /// Opens the viewer.
-pub fn run(_args: crate::cli::ViewArgs) -> Result<(), String> {
-    Err("the viewer is not written yet".to_owned())
+pub fn run(args: ViewArgs) -> Result<(), String> {
+    let path = args.scene.clone().unwrap_or_else(default_scene);
+    let simulation = load_simulation(&path, &args.overrides)?;
+    let title = format!("contactlab — {}", simulation.scene.name);
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title,
+                    resolution: WindowResolution::new(1280, 800),
+                    present_mode: PresentMode::AutoVsync,
+                    ..default()
+                }),
+                ..default()
+            })
+            .set(bevy::log::LogPlugin {
+                filter: "wgpu=error,naga=warn,bevy_render=warn,bevy_winit=warn".to_owned(),
+                ..default()
+            }),
+    )
+    .insert_resource(SceneSource {
+        path,
+        overrides: args.overrides.clone(),
+        error: None,
+    })
+    .add_plugins(SimPlugin::new(simulation))
+    .add_plugins(ViewerPlugin);
+    let failure = screenshot::Failure::default();
+    if let Some(target) = args.screenshot {
+        app.add_plugins(screenshot::ScreenshotPlugin {
+            path: target,
+            frames: args.frames,
+            failure: failure.clone(),
+        });
+    }
+    match app.run() {
+        AppExit::Success => Ok(()),
+        AppExit::Error(code) => {
+            Err(failure.take().unwrap_or_else(|| format!("the viewer exited with code {code}")))
+        }
+    }
 }

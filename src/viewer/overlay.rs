@@ -1,0 +1,153 @@
+//! Gizmos over the scene for the last step's contacts: points, normals,
+//! friction impulse arrows, friction pyramid edges, coloured by contact state.
+
+use super::sim::{Sim, physics_to_world, rigid};
+use crate::stepper::ContactState;
+use bevy::prelude::*;
+
+/// What the overlay draws (the panel's checkboxes).
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub struct OverlayOptions {
+    /// Contact points.
+    pub points: bool,
+    /// Contact normals.
+    pub normals: bool,
+    /// Friction impulse arrows.
+    pub friction: bool,
+    /// Friction pyramid edges (n̄ + μ t(θᵢ)).
+    pub pyramid: bool,
+    /// Colour contacts by state (stick green, slip orange, separating grey).
+    pub color_by_state: bool,
+    /// Length of a friction arrow for a force equal to the heaviest body's
+    /// weight, as a fraction of the view size.
+    pub arrow_scale: f32,
+}
+
+impl Default for OverlayOptions {
+    fn default() -> Self {
+        Self {
+            points: true,
+            normals: true,
+            friction: true,
+            pyramid: false,
+            color_by_state: true,
+            arrow_scale: 1.0,
+        }
+    }
+}
+
+/// Contact gizmos, drawn on top of the meshes.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+pub struct ContactGizmos;
+
+/// Stick.
+pub const STICK: Color = Color::srgb(0.25, 0.85, 0.35);
+/// Slip.
+pub const SLIP: Color = Color::srgb(1.0, 0.6, 0.1);
+/// Separating.
+pub const SEPARATING: Color = Color::srgb(0.6, 0.6, 0.6);
+/// Contacts when not coloured by state.
+pub const NEUTRAL: Color = Color::srgb(0.95, 0.9, 0.3);
+
+/// The colour of a contact state.
+pub fn state_color(state: ContactState) -> Color {
+    match state {
+        ContactState::Stick => STICK,
+        ContactState::Slip => SLIP,
+        ContactState::Separating => SEPARATING,
+    }
+}
+
+/// Draws the last step's contacts.
+pub struct OverlayPlugin;
+
+impl Plugin for OverlayPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<OverlayOptions>()
+            .init_gizmo_group::<ContactGizmos>()
+            .add_systems(Startup, configure_gizmos)
+            .add_systems(Update, draw_contacts);
+    }
+}
+
+fn configure_gizmos(mut store: ResMut<GizmoConfigStore>) {
+    let (config, _) = store.config_mut::<ContactGizmos>();
+    config.depth_bias = -1.0;
+    config.line.width = 2.5;
+}
+
+fn v3(v: &nalgebra::Vector3<f64>) -> Vec3 {
+    Vec3::new(v.x as f32, v.y as f32, v.z as f32)
+}
+
+fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<OverlayOptions>) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let Some(report) = &sim.last else {
+        return;
+    };
+    let to_world = physics_to_world(system.dimension);
+    // Sizes relative to the view: the camera hint's distance.
+    let view = (sim.scene.camera.distance as f32).clamp(1e-3, 1e4);
+    let normal_length = 0.12 * view;
+    let dot = 0.008 * view;
+    let weight = system
+        .bodies
+        .iter()
+        .map(|b| b.mass)
+        .fold(0.0, f64::max)
+        * system.gravity.norm().max(1e-9);
+    let h = sim.params.dt.max(1e-12);
+    // A friction force equal to the heaviest weight is drawn 0.25 view long.
+    let force_scale = 0.25 * view * options.arrow_scale / weight.max(1e-12) as f32;
+    let mu = sim.params.mu as f32;
+    for contact in &report.contacts {
+        let Some(frame) = &contact.frame else {
+            continue;
+        };
+        let color = if options.color_by_state {
+            state_color(contact.state)
+        } else {
+            NEUTRAL
+        };
+        let p = to_world * v3(&frame.point);
+        let n = (to_world * v3(&frame.normal)).normalize_or_zero();
+        if options.points {
+            gizmos.sphere(Isometry3d::from_translation(p), dot, color);
+        }
+        if options.normals {
+            gizmos
+                .arrow(p, p + n * normal_length, color)
+                .with_tip_length(normal_length * 0.2);
+        }
+        if options.friction && contact.state != ContactState::Separating {
+            let force = v3(&contact.friction_impulse) / h as f32;
+            let arrow = to_world * force * force_scale;
+            if arrow.length() > 1e-3 * view && arrow.is_finite() {
+                gizmos
+                    .arrow(p, p + arrow, Color::srgb(0.95, 0.3, 0.85))
+                    .with_tip_length((arrow.length() * 0.25).min(0.04 * view));
+            }
+        }
+        if options.pyramid && !frame.tangents.is_empty() {
+            let length = 0.6 * normal_length;
+            let edges: Vec<Vec3> = frame
+                .tangents
+                .iter()
+                .map(|t| (n + mu * (to_world * v3(t))).normalize_or_zero() * length)
+                .collect();
+            let edge_color = color.with_alpha(0.8);
+            for (i, e) in edges.iter().enumerate() {
+                gizmos.line(p, p + *e, edge_color);
+                if edges.len() > 2 {
+                    let next = edges[(i + 1) % edges.len()];
+                    gizmos.line(p + *e, p + next, edge_color);
+                }
+            }
+            if edges.len() == 2 {
+                gizmos.line(p + edges[0], p + edges[1], edge_color);
+            }
+        }
+    }
+}

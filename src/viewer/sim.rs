@@ -1,0 +1,577 @@
+//! The headless half of the viewer: the [`Simulation`] as a Bevy resource, one
+//! step per fixed tick, the fixed timestep following `params.dt`, playback speed
+//! and catch-up cap on virtual time, the scene's entities (one per body and per
+//! surface) and their interpolated transforms. Nothing here renders, so
+//! [`SimPlugin`] runs under `MinimalPlugins` (see `tests/viewer.rs`).
+
+use crate::lcp::LcpStatus;
+use crate::model::{Dimension, Model, RigidSystem};
+use crate::scene::SystemSpec;
+use crate::sim::Simulation;
+use bevy::prelude::*;
+use nalgebra::DVector;
+use std::collections::VecDeque;
+use std::f32::consts::FRAC_PI_2;
+use std::time::{Duration, Instant};
+
+/// The running simulation. `params` is the one live parameter struct: the panel
+/// edits `sim.params` in place.
+#[derive(Resource, Deref, DerefMut)]
+pub struct Sim(pub Simulation);
+
+/// The configuration before the last step, for drawing poses between steps.
+#[derive(Resource, Debug, Clone)]
+pub struct PreviousState {
+    /// q before the last step (equal to the current q after a reset).
+    pub q: DVector<f64>,
+}
+
+/// An entity drawing body `.0` of the rigid system; its `Transform` is the
+/// body's pose in physics coordinates (relative to the [`SceneRoot`]).
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyVisual(pub usize);
+
+/// An entity drawing surface (half-space) `.0`; its `Transform` puts the local
+/// +Y axis along the surface normal, the origin on the surface.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SurfaceVisual(pub usize);
+
+/// The parent of every body and surface entity: identity for planar scenes
+/// (x–y plane, y up, as in Bevy), −90° about X for spatial ones (z up).
+#[derive(Component, Debug, Clone, Copy)]
+pub struct SceneRoot;
+
+/// Bumped whenever a new [`Sim`] is installed (reload, scene picker): the scene's
+/// entities are respawned when it changes.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SceneEpoch(pub u64);
+
+/// Play/pause, single step, speed and what went wrong.
+#[derive(Resource, Debug, Clone)]
+pub struct SimControl {
+    /// No fixed ticks while paused (virtual time is paused too).
+    pub paused: bool,
+    /// Take one step at the next opportunity (used while paused).
+    pub step_once: bool,
+    /// Playback speed: virtual seconds per real second, 0.01 … 10.
+    pub speed: f64,
+    /// Why the simulation stopped (a step whose LCP was not solved).
+    pub halt: Option<String>,
+    /// The last step error (invalid parameters); cleared by the next good step.
+    pub step_error: Option<String>,
+    /// Simulated seconds per wall-clock second over the last half second.
+    pub real_time_factor: Option<f64>,
+    /// Smoothed wall-clock cost of one step, s.
+    pub step_cost: f64,
+    /// Wall-clock time per frame that stepping may use before the catch-up is
+    /// capped, s.
+    pub frame_budget: f64,
+}
+
+impl Default for SimControl {
+    fn default() -> Self {
+        Self {
+            paused: false,
+            step_once: false,
+            speed: 1.0,
+            halt: None,
+            step_error: None,
+            real_time_factor: None,
+            step_cost: 0.0,
+            frame_budget: 0.03,
+        }
+    }
+}
+
+/// Slowest and fastest playback speeds.
+pub const SPEED_RANGE: (f64, f64) = (0.01, 10.0);
+
+/// One point of the panel's plots.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Sample {
+    /// Simulation time, s.
+    pub t: f64,
+    /// Kinetic energy, J.
+    pub kinetic: f64,
+    /// Potential energy, J.
+    pub potential: f64,
+    /// Contacts carrying a normal impulse.
+    pub active_contacts: usize,
+    /// Size of the final LCP.
+    pub lcp_size: usize,
+    /// Lemke pivots of the step.
+    pub pivots: usize,
+    /// Wall-clock time of the step, ms.
+    pub step_ms: f64,
+}
+
+/// The recent history of the simulation, for the plots: at most
+/// [`History::MAX_POINTS`] samples over the last [`History::window`] seconds of
+/// simulated time (steps closer together are merged, keeping the largest LCP,
+/// pivot count and step time).
+#[derive(Resource, Debug, Clone)]
+pub struct History {
+    /// The samples, oldest first.
+    pub samples: VecDeque<Sample>,
+    /// Seconds of simulated time kept.
+    pub window: f64,
+    bucket_start: Option<f64>,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        Self {
+            samples: VecDeque::new(),
+            window: 10.0,
+            bucket_start: None,
+        }
+    }
+}
+
+impl History {
+    /// Most samples kept over the window.
+    pub const MAX_POINTS: usize = 2000;
+
+    /// Adds a step's sample.
+    pub fn record(&mut self, s: Sample) {
+        let spacing = self.window / Self::MAX_POINTS as f64;
+        let open = self.bucket_start.is_some_and(|t0| s.t >= t0 && s.t - t0 < spacing);
+        match self.samples.back_mut() {
+            Some(last) if open => {
+                // Merge into the newest sample, keeping the worst step costs.
+                *last = Sample {
+                    lcp_size: last.lcp_size.max(s.lcp_size),
+                    pivots: last.pivots.max(s.pivots),
+                    step_ms: last.step_ms.max(s.step_ms),
+                    active_contacts: last.active_contacts.max(s.active_contacts),
+                    ..s
+                };
+            }
+            _ => {
+                self.samples.push_back(s);
+                self.bucket_start = Some(s.t);
+            }
+        }
+        self.trim(s.t);
+    }
+
+    fn trim(&mut self, now: f64) {
+        while self
+            .samples
+            .front()
+            .is_some_and(|f| f.t < now - self.window || f.t > now)
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.samples.clear();
+        self.bucket_start = None;
+    }
+}
+
+/// Steps the simulation in `FixedUpdate` and keeps the scene's entities in sync.
+/// Insert the simulation with [`SimPlugin::new`].
+pub struct SimPlugin {
+    simulation: Simulation,
+}
+
+impl SimPlugin {
+    /// A plugin that installs `simulation` as the [`Sim`] resource.
+    pub fn new(simulation: Simulation) -> Self {
+        Self { simulation }
+    }
+}
+
+/// The system sets of the plugin, for ordering other systems against them.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SimSystems {
+    /// Before the fixed loop: time settings, single steps.
+    Prepare,
+    /// In `FixedUpdate`: one step.
+    Step,
+    /// After the fixed loop: transforms, real-time factor.
+    Sync,
+}
+
+impl Plugin for SimPlugin {
+    fn build(&self, app: &mut App) {
+        let sim = self.simulation.clone();
+        app.insert_resource(PreviousState {
+            q: sim.state.q.clone(),
+        })
+        .insert_resource(Time::<Fixed>::from_duration(timestep_of(sim.params.dt).unwrap_or(
+            Time::<Fixed>::DEFAULT_TIMESTEP,
+        )))
+        .insert_resource(Sim(sim))
+        .init_resource::<SimControl>()
+        .init_resource::<History>()
+        .init_resource::<SceneEpoch>()
+        .add_systems(PreUpdate, respawn_scene_entities)
+        .add_systems(
+            RunFixedMainLoop,
+            (
+                (apply_time_settings, single_step)
+                    .chain()
+                    .in_set(SimSystems::Prepare)
+                    .in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
+                (sync_body_transforms, measure_real_time_factor)
+                    .in_set(SimSystems::Sync)
+                    .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop),
+            ),
+        )
+        .add_systems(FixedUpdate, step_simulation.in_set(SimSystems::Step));
+    }
+}
+
+/// The fixed timestep for a step size, if it is a usable one.
+pub fn timestep_of(dt: f64) -> Option<Duration> {
+    if dt.is_finite() && dt >= 1e-7 && dt <= 10.0 {
+        Some(Duration::from_secs_f64(dt))
+    } else {
+        None
+    }
+}
+
+/// The rotation from physics coordinates to Bevy's world (y up).
+pub fn physics_to_world(dimension: Dimension) -> Quat {
+    match dimension {
+        Dimension::Planar => Quat::IDENTITY,
+        Dimension::Spatial => Quat::from_rotation_x(-FRAC_PI_2),
+    }
+}
+
+/// The rigid system of the simulation, if it has one.
+pub fn rigid(sim: &Simulation) -> Option<&RigidSystem> {
+    match sim.model() {
+        Model::Rigid(system) => Some(system),
+        Model::Linear(_) => None,
+    }
+}
+
+/// Body i's pose between q0 (α = 0) and q1 (α = 1), in physics coordinates.
+pub fn interpolated_pose(
+    system: &RigidSystem,
+    q0: &DVector<f64>,
+    q1: &DVector<f64>,
+    i: usize,
+    alpha: f64,
+) -> (Vec3, Quat) {
+    let (p1, r1) = (system.position(q1, i), system.rotation(q1, i));
+    let (p, r) = if q0.len() == q1.len() && alpha < 1.0 {
+        let (p0, r0) = (system.position(q0, i), system.rotation(q0, i));
+        let p = p0 + (p1 - p0) * alpha;
+        let r = r0.try_slerp(&r1, alpha, 1e-9).unwrap_or(r1);
+        (p, r)
+    } else {
+        (p1, r1)
+    };
+    let q = r.quaternion();
+    (
+        Vec3::new(p.x as f32, p.y as f32, p.z as f32),
+        Quat::from_xyzw(q.i as f32, q.j as f32, q.k as f32, q.w as f32).normalize(),
+    )
+}
+
+/// Where surface i is drawn: its centre (the scene file's point, projected onto
+/// the surface) and half size, in physics coordinates.
+pub fn surface_placement(sim: &Simulation, i: usize) -> Option<(Vec3, Quat, f32)> {
+    let system = rigid(sim)?;
+    let surface = system.surfaces.get(i)?;
+    let n = surface.normal;
+    let (point, extent) = match &sim.scene.file.system {
+        SystemSpec::Rigid(spec) => spec
+            .surfaces
+            .get(i)
+            .map(|s| (nalgebra::Vector3::from(s.point), s.extent))
+            .unwrap_or((n * surface.offset, 5.0)),
+        SystemSpec::Linear(_) => (n * surface.offset, 5.0),
+    };
+    let centre = point - n * (n.dot(&point) - surface.offset);
+    let normal = Vec3::new(n.x as f32, n.y as f32, n.z as f32).normalize_or(Vec3::Y);
+    let extent = if extent.is_finite() && extent > 0.0 {
+        extent as f32
+    } else {
+        5.0
+    };
+    Some((
+        Vec3::new(centre.x as f32, centre.y as f32, centre.z as f32),
+        Quat::from_rotation_arc(Vec3::Y, normal),
+        extent,
+    ))
+}
+
+/// Spawns the scene's root, body and surface entities when the scene changes.
+pub fn respawn_scene_entities(
+    mut commands: Commands,
+    sim: Res<Sim>,
+    epoch: Res<SceneEpoch>,
+    mut spawned: Local<Option<SceneEpoch>>,
+    roots: Query<Entity, With<SceneRoot>>,
+) {
+    if *spawned == Some(*epoch) {
+        return;
+    }
+    *spawned = Some(*epoch);
+    for root in &roots {
+        commands.entity(root).despawn();
+    }
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let root = commands
+        .spawn((
+            Name::new("scene"),
+            SceneRoot,
+            Transform::from_rotation(physics_to_world(system.dimension)),
+            Visibility::default(),
+        ))
+        .id();
+    for (i, body) in system.bodies.iter().enumerate() {
+        let (translation, rotation) =
+            interpolated_pose(system, &sim.state.q, &sim.state.q, i, 1.0);
+        commands.spawn((
+            Name::new(body.name.clone()),
+            BodyVisual(i),
+            Transform::from_translation(translation).with_rotation(rotation),
+            Visibility::default(),
+            ChildOf(root),
+        ));
+    }
+    for (i, surface) in system.surfaces.iter().enumerate() {
+        let Some((centre, rotation, _)) = surface_placement(&sim, i) else {
+            continue;
+        };
+        commands.spawn((
+            Name::new(surface.name.clone()),
+            SurfaceVisual(i),
+            Transform::from_translation(centre).with_rotation(rotation),
+            Visibility::default(),
+            ChildOf(root),
+        ));
+    }
+}
+
+/// Keeps `Time<Fixed>` at `params.dt` and `Time<Virtual>` at the playback speed,
+/// the pause state and the catch-up cap.
+pub fn apply_time_settings(
+    sim: Res<Sim>,
+    mut control: ResMut<SimControl>,
+    mut fixed: ResMut<Time<Fixed>>,
+    mut virt: ResMut<Time<Virtual>>,
+) {
+    if let Some(step) = timestep_of(sim.params.dt)
+        && fixed.timestep() != step
+    {
+        fixed.set_timestep(step);
+    }
+    let (lo, hi) = SPEED_RANGE;
+    let speed = if control.speed.is_finite() {
+        control.speed.clamp(lo, hi)
+    } else {
+        1.0
+    };
+    if control.speed != speed {
+        control.speed = speed;
+    }
+    if virt.relative_speed_f64() != speed {
+        virt.set_relative_speed_f64(speed);
+    }
+    if control.paused != virt.is_paused() {
+        if control.paused {
+            virt.pause();
+        } else {
+            virt.unpause();
+        }
+    }
+    // Cap the virtual time a frame may add so that its steps cost at most the
+    // frame budget: slow scenes then run slower than real time instead of
+    // freezing the app while they catch up.
+    let h = fixed.timestep().as_secs_f64();
+    let cap = if control.step_cost > 0.0 {
+        control.frame_budget * h / (speed * control.step_cost)
+    } else {
+        0.25
+    };
+    let cap = Duration::from_secs_f64(cap.clamp(0.002, 0.25));
+    if virt.max_delta() != cap {
+        virt.set_max_delta(cap);
+    }
+}
+
+/// The `FixedUpdate` system: one step of size `params.dt` per fixed tick.
+pub fn step_simulation(
+    mut sim: ResMut<Sim>,
+    mut previous: ResMut<PreviousState>,
+    mut control: ResMut<SimControl>,
+    mut history: ResMut<History>,
+) {
+    if control.paused {
+        return;
+    }
+    advance(&mut sim, &mut previous, &mut control, &mut history);
+}
+
+/// A single step requested while paused (the `.` key, the panel's button).
+pub fn single_step(
+    mut sim: ResMut<Sim>,
+    mut previous: ResMut<PreviousState>,
+    mut control: ResMut<SimControl>,
+    mut history: ResMut<History>,
+) {
+    if !control.step_once {
+        return;
+    }
+    control.step_once = false;
+    control.paused = true;
+    advance(&mut sim, &mut previous, &mut control, &mut history);
+    // Paused: show the new state, not a pose between the last two.
+    previous.q.clone_from(&sim.state.q);
+}
+
+/// Takes one step; a step whose LCP is not solved pauses the simulation.
+/// Returns whether the state advanced.
+pub fn advance(
+    sim: &mut Simulation,
+    previous: &mut PreviousState,
+    control: &mut SimControl,
+    history: &mut History,
+) -> bool {
+    let before = sim.state.q.clone();
+    let start = Instant::now();
+    let result = sim.step().map(|r| {
+        (
+            r.status,
+            r.kinetic_energy,
+            r.potential_energy,
+            r.active_contacts(),
+            r.lcp_size,
+            r.pivots,
+            r.timings.total,
+        )
+    });
+    let cost = start.elapsed().as_secs_f64();
+    control.step_cost = if control.step_cost > 0.0 {
+        0.9 * control.step_cost + 0.1 * cost
+    } else {
+        cost
+    };
+    match result {
+        Ok((LcpStatus::Solved, kinetic, potential, active_contacts, lcp_size, pivots, total)) => {
+            previous.q = before;
+            control.step_error = None;
+            history.record(Sample {
+                t: sim.state.t,
+                kinetic,
+                potential,
+                active_contacts,
+                lcp_size,
+                pivots,
+                step_ms: total.as_secs_f64() * 1e3,
+            });
+            true
+        }
+        Ok((status, ..)) => {
+            previous.q.clone_from(&sim.state.q);
+            control.paused = true;
+            control.halt = Some(format!(
+                "step at t = {:.4} s: {}: {}",
+                sim.state.t,
+                status.name(),
+                status.reason()
+            ));
+            false
+        }
+        Err(e) => {
+            previous.q.clone_from(&sim.state.q);
+            control.step_error = Some(e.to_string());
+            false
+        }
+    }
+}
+
+/// Copies each body's pose, interpolated between the previous and the current
+/// state by the fixed-time overstep fraction, into its `Transform`.
+pub fn sync_body_transforms(
+    sim: Res<Sim>,
+    previous: Res<PreviousState>,
+    fixed: Res<Time<Fixed>>,
+    mut bodies: Query<(&BodyVisual, &mut Transform)>,
+) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let alpha = fixed.overstep_fraction_f64().clamp(0.0, 1.0);
+    for (body, mut transform) in &mut bodies {
+        if body.0 >= system.bodies.len() {
+            continue;
+        }
+        let (translation, rotation) =
+            interpolated_pose(system, &previous.q, &sim.state.q, body.0, alpha);
+        transform.translation = translation;
+        transform.rotation = rotation;
+    }
+}
+
+#[derive(Default)]
+struct RateMeter {
+    real: f64,
+    simulated: f64,
+    last_t: Option<f64>,
+}
+
+/// Simulated seconds per wall-clock second, averaged over half a second.
+fn measure_real_time_factor(
+    real: Res<Time<Real>>,
+    sim: Res<Sim>,
+    mut control: ResMut<SimControl>,
+    mut meter: Local<RateMeter>,
+) {
+    let t = sim.state.t;
+    if let Some(last) = meter.last_t
+        && t >= last
+    {
+        meter.simulated += t - last;
+    }
+    meter.last_t = Some(t);
+    meter.real += real.delta_secs_f64();
+    if meter.real >= 0.5 {
+        control.real_time_factor = Some(meter.simulated / meter.real);
+        meter.real = 0.0;
+        meter.simulated = 0.0;
+    }
+}
+
+/// Back to the initial state (parameters are kept).
+pub fn reset(
+    sim: &mut Simulation,
+    previous: &mut PreviousState,
+    control: &mut SimControl,
+    history: &mut History,
+) {
+    sim.reset();
+    previous.q.clone_from(&sim.state.q);
+    control.halt = None;
+    control.step_error = None;
+    control.step_once = false;
+    history.clear();
+}
+
+/// Replaces the running simulation (another scene, or the same file reloaded).
+pub fn install(world: &mut World, simulation: Simulation) {
+    world.insert_resource(PreviousState {
+        q: simulation.state.q.clone(),
+    });
+    world.insert_resource(Sim(simulation));
+    world.resource_mut::<History>().clear();
+    {
+        let mut control = world.resource_mut::<SimControl>();
+        control.halt = None;
+        control.step_error = None;
+        control.step_once = false;
+        control.step_cost = 0.0;
+    }
+    world.resource_mut::<SceneEpoch>().0 += 1;
+}

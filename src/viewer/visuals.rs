@@ -1,0 +1,318 @@
+//! What the bodies and surfaces look like: a mesh per body matching its shape
+//! (thin extrusions in the z = 0 plane for planar scenes), a slab per surface
+//! with a gizmo grid, the light and the background.
+
+use super::sim::{BodyVisual, Sim, SurfaceVisual, rigid, surface_placement};
+use crate::geometry::Shape;
+use crate::model::Dimension;
+use crate::scene::SystemSpec;
+use bevy::light::GlobalAmbientLight;
+use bevy::prelude::*;
+
+/// Background colour of the 3D view.
+pub const BACKGROUND: Color = Color::srgb(0.105, 0.115, 0.135);
+
+/// Body colours that read on dark and light backgrounds (mid luminance,
+/// moderate saturation), used when the scene file gives none.
+pub const PALETTE: [[f32; 3]; 8] = [
+    [0.93, 0.55, 0.22], // orange
+    [0.27, 0.58, 0.92], // blue
+    [0.80, 0.36, 0.58], // rose
+    [0.33, 0.73, 0.67], // teal
+    [0.62, 0.50, 0.90], // violet
+    [0.85, 0.75, 0.30], // ochre
+    [0.50, 0.72, 0.30], // olive green
+    [0.88, 0.42, 0.38], // coral
+];
+
+/// Spawns meshes for new body and surface entities and draws the grids.
+pub struct VisualsPlugin;
+
+impl Plugin for VisualsPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(ClearColor(BACKGROUND))
+            .insert_resource(GlobalAmbientLight {
+                color: Color::WHITE,
+                brightness: 450.0,
+                ..default()
+            })
+            .add_systems(Startup, spawn_light)
+            .add_systems(Update, (attach_body_meshes, attach_surface_meshes, draw_grids));
+    }
+}
+
+/// The body's display colour (sRGB).
+pub fn body_color(sim: &Sim, i: usize) -> Color {
+    let from_file = match &sim.scene.file.system {
+        SystemSpec::Rigid(spec) => spec.bodies.get(i).and_then(|b| b.color),
+        SystemSpec::Linear(_) => None,
+    };
+    let [r, g, b] = from_file
+        .filter(|c| c.iter().all(|x| x.is_finite()))
+        .unwrap_or(PALETTE[i % PALETTE.len()]);
+    Color::srgb(r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0))
+}
+
+/// Thickness of planar bodies along z, m.
+pub fn planar_depth(sim: &Sim) -> f32 {
+    (sim.model().length_scale() * 0.12).clamp(0.002, 1.0) as f32
+}
+
+fn spawn_light(mut commands: Commands) {
+    commands.spawn((
+        Name::new("sun"),
+        DirectionalLight {
+            illuminance: 9000.0,
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        // From the front, above and a little to the left, in Bevy's y-up world
+        // (the camera looks along −z in both planar and spatial scenes).
+        Transform::default().looking_to(Vec3::new(0.35, -0.8, -0.55), Vec3::Y),
+    ));
+}
+
+fn darker(color: Color, factor: f32) -> Color {
+    let c = color.to_srgba();
+    Color::srgb(c.red * factor, c.green * factor, c.blue * factor)
+}
+
+fn body_mesh(shape: &Shape, dimension: Dimension, depth: f32) -> Mesh {
+    match (*shape, dimension) {
+        (Shape::Sphere { radius }, Dimension::Planar) => Extrusion {
+            base_shape: Circle::new(radius as f32),
+            half_depth: depth / 2.0,
+        }
+        .mesh()
+        .resolution(64)
+        .build(),
+        (Shape::Sphere { radius }, Dimension::Spatial) => {
+            Sphere::new(radius as f32).mesh().uv(48, 24)
+        }
+        (
+            Shape::Capsule {
+                half_length,
+                radius,
+            },
+            Dimension::Planar,
+        ) => Mesh::from(Extrusion {
+            base_shape: Capsule2d {
+                radius: radius as f32,
+                half_length: half_length as f32,
+            },
+            half_depth: depth / 2.0,
+        })
+        // Capsule2d lies along Y; the body's capsule along its x axis.
+        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
+        (
+            Shape::Capsule {
+                half_length,
+                radius,
+            },
+            Dimension::Spatial,
+        ) => Mesh::from(Capsule3d {
+            radius: radius as f32,
+            half_length: half_length as f32,
+        })
+        // Capsule3d lies along Y; the body's capsule along its x axis.
+        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
+        (Shape::Box { half_extents: h }, Dimension::Planar) => {
+            Mesh::from(Cuboid::new(2.0 * h[0] as f32, 2.0 * h[1] as f32, depth))
+        }
+        (Shape::Box { half_extents: h }, Dimension::Spatial) => Mesh::from(Cuboid::new(
+            2.0 * h[0] as f32,
+            2.0 * h[1] as f32,
+            2.0 * h[2] as f32,
+        )),
+    }
+}
+
+/// Gives new body entities their mesh and material, and round bodies a darker
+/// marker so that rolling shows.
+fn attach_body_meshes(
+    mut commands: Commands,
+    sim: Res<Sim>,
+    added: Query<(Entity, &BodyVisual), Added<BodyVisual>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let depth = planar_depth(&sim);
+    for (entity, body) in &added {
+        let Some(spec) = system.bodies.get(body.0) else {
+            continue;
+        };
+        let color = body_color(&sim, body.0);
+        let material = materials.add(StandardMaterial {
+            base_color: color,
+            perceptual_roughness: 0.55,
+            ..default()
+        });
+        let mesh = meshes.add(body_mesh(&spec.shape, system.dimension, depth));
+        commands
+            .entity(entity)
+            .insert((Mesh3d(mesh), MeshMaterial3d(material)));
+        if let Shape::Sphere { radius } = spec.shape {
+            let r = radius as f32;
+            let marker = materials.add(StandardMaterial {
+                base_color: darker(color, 0.45),
+                perceptual_roughness: 0.7,
+                ..default()
+            });
+            match system.dimension {
+                Dimension::Planar => {
+                    // A radius along the body's x axis, sticking out of both faces.
+                    let bar = meshes.add(Cuboid::new(r * 0.95, r * 0.14, depth * 1.1));
+                    commands.spawn((
+                        Mesh3d(bar),
+                        MeshMaterial3d(marker),
+                        Transform::from_xyz(r * 0.475, 0.0, 0.0),
+                        ChildOf(entity),
+                    ));
+                }
+                Dimension::Spatial => {
+                    // Two great circles, around the body's y and x axes.
+                    let ring = meshes.add(Torus {
+                        minor_radius: r * 0.05,
+                        major_radius: r * 0.99,
+                    });
+                    for rotation in [Quat::IDENTITY, Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)] {
+                        commands.spawn((
+                            Mesh3d(ring.clone()),
+                            MeshMaterial3d(marker.clone()),
+                            Transform::from_rotation(rotation),
+                            ChildOf(entity),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Slab dimensions of a surface: (thickness below the surface, depth along z
+/// for planar scenes).
+fn slab_size(sim: &Sim, extent: f32, dimension: Dimension) -> (f32, f32) {
+    match dimension {
+        Dimension::Planar => (0.12 * extent, 4.0 * planar_depth(sim)),
+        Dimension::Spatial => ((0.015 * extent).max(0.005), 2.0 * extent),
+    }
+}
+
+/// Gives new surface entities a slab mesh whose top face is the surface.
+fn attach_surface_meshes(
+    mut commands: Commands,
+    sim: Res<Sim>,
+    added: Query<(Entity, &SurfaceVisual), Added<SurfaceVisual>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    for (entity, surface) in &added {
+        let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
+            continue;
+        };
+        let (thickness, depth) = slab_size(&sim, extent, system.dimension);
+        let mesh = Mesh::from(Cuboid::new(2.0 * extent, thickness, depth))
+            .translated_by(Vec3::new(0.0, -thickness / 2.0, 0.0));
+        let material = materials.add(StandardMaterial {
+            base_color: Color::srgb(0.36, 0.38, 0.42),
+            perceptual_roughness: 0.9,
+            ..default()
+        });
+        commands
+            .entity(entity)
+            .insert((Mesh3d(meshes.add(mesh)), MeshMaterial3d(material)));
+    }
+}
+
+/// A round grid spacing (1, 2 or 5 × 10ⁿ) close to `approx`.
+pub fn nice_spacing(approx: f32) -> f32 {
+    if !(approx.is_finite() && approx > 0.0) {
+        return 1.0;
+    }
+    let power = 10f32.powf(approx.log10().floor());
+    let m = approx / power;
+    let step = if m < 1.5 {
+        1.0
+    } else if m < 3.5 {
+        2.0
+    } else if m < 7.5 {
+        5.0
+    } else {
+        10.0
+    };
+    step * power
+}
+
+/// The surfaces' grids, and a faint background grid behind planar scenes.
+fn draw_grids(
+    mut gizmos: Gizmos,
+    sim: Res<Sim>,
+    surfaces: Query<(&SurfaceVisual, &GlobalTransform)>,
+) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let line = LinearRgba::new(0.75, 0.78, 0.85, 0.28);
+    for (surface, global) in &surfaces {
+        let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
+            continue;
+        };
+        let (thickness, depth) = slab_size(&sim, extent, system.dimension);
+        let (_, rotation, translation) = global.to_scale_rotation_translation();
+        let spacing = nice_spacing(extent / 12.0);
+        let cells_along = ((2.0 * extent / spacing).round() as u32).clamp(1, 400);
+        match system.dimension {
+            Dimension::Planar => {
+                // On the slab's front face: lines along and across the surface.
+                let rows = ((thickness / spacing).floor() as u32).clamp(1, 100);
+                let height = rows as f32 * spacing;
+                let centre = translation
+                    + rotation * Vec3::new(0.0, -height / 2.0, depth / 2.0 + 1e-3);
+                gizmos
+                    .grid(
+                        Isometry3d::new(centre, rotation),
+                        UVec2::new(cells_along, rows),
+                        Vec2::splat(spacing),
+                        line,
+                    )
+                    .outer_edges();
+            }
+            Dimension::Spatial => {
+                // On the top face (the grid's own plane is x–y: turn z to the normal).
+                let up = rotation * Vec3::Y;
+                let grid_rotation = rotation * Quat::from_rotation_x(-std::f32::consts::FRAC_PI_2);
+                gizmos
+                    .grid(
+                        Isometry3d::new(translation + up * 1e-3, grid_rotation),
+                        UVec2::splat(cells_along),
+                        Vec2::splat(spacing),
+                        line,
+                    )
+                    .outer_edges();
+            }
+        }
+    }
+    if system.dimension == Dimension::Planar {
+        let hint = &sim.scene.camera;
+        let half = (hint.distance as f32).clamp(0.05, 1e3) * 4.0;
+        let spacing = nice_spacing(hint.distance as f32 / 4.0);
+        let cells = ((2.0 * half / spacing).round() as u32).clamp(1, 400);
+        let centre = Vec3::new(
+            (hint.target[0] as f32 / spacing).round() * spacing,
+            (hint.target[1] as f32 / spacing).round() * spacing,
+            -2.0 * planar_depth(&sim) - 1e-2,
+        );
+        gizmos.grid(
+            Isometry3d::from_translation(centre),
+            UVec2::splat(cells),
+            Vec2::splat(spacing),
+            LinearRgba::new(0.6, 0.65, 0.75, 0.09),
+        );
+    }
+}
