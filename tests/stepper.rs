@@ -280,3 +280,47 @@ fn every_shipped_scene_runs_its_full_duration() {
         );
     }
 }
+
+#[test]
+fn generalized_linear_system_spring_block_loses_two_mu_g_over_omega_squared_per_swing() {
+    // M = 1, k = 100 (ω = 10), μ = 0.1: |x| at successive turning points drops by
+    // 2μg/ω² = 0.01962 m; the block sticks once |x| ≤ μg/ω² = 0.00981 m.
+    let mut scene = load("spring_block.ron");
+    scene.params.dt = 1e-4;
+    let mut sim = Simulation::new(scene);
+    let (mu, g, omega2) = (0.1, 9.81, 100.0);
+    let drop = 2.0 * mu * g / omega2;
+    let mut turning = vec![sim.state.q[0]];
+    let mut previous_v = sim.state.v[0];
+    let mut max_gap_violation: f64 = 0.0;
+    run(&mut sim, 3.0, |sim, _| {
+        // A turning point: the velocity changes sign or vanishes (sticking);
+        // once stuck, rounding-level velocities are not new swings.
+        let v = sim.state.v[0];
+        let x = sim.state.q[0];
+        let moved = turning.last().is_none_or(|&last| (x - last).abs() > 1e-6);
+        if previous_v != 0.0 && v * previous_v <= 0.0 && moved {
+            turning.push(x);
+        }
+        previous_v = v;
+        max_gap_violation = max_gap_violation.max(-sim.state.q[1]);
+    });
+    assert_eq!(turning.len(), 6, "five swings, then it sticks: {turning:?}");
+    for (i, x) in turning.iter().take(5).enumerate() {
+        let expected = (0.1 - drop * i as f64) * if i % 2 == 0 { 1.0 } else { -1.0 };
+        assert!(
+            (x - expected).abs() < 0.01 * 0.1,
+            "turn {i}: {x} vs {expected}"
+        );
+    }
+    let last = turning.last().copied().unwrap_or(0.0);
+    assert!(
+        last.abs() <= mu * g / omega2 + 1e-3,
+        "sticks within the dead band: {last}"
+    );
+    assert!(sim.state.v.amax() < 1e-9, "at rest at the end");
+    assert!(
+        max_gap_violation < 1e-12,
+        "the block never sinks into the table"
+    );
+}

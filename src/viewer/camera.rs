@@ -1,0 +1,289 @@
+//! The cameras: an orthographic one for planar scenes (pan with the right or
+//! middle button, zoom with the wheel) and an orbit camera for spatial ones
+//! (left drag orbits, right/middle drag pans, wheel zooms), both framed by the
+//! scene's camera hint; plus the camera that draws the egui panel over the
+//! whole window while the 3D view fills the rest.
+
+use super::panel::PanelLayout;
+use super::sim::{SceneEpoch, Sim, physics_to_world};
+use crate::model::Dimension;
+use bevy::camera::visibility::RenderLayers;
+use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
+use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll, MouseScrollUnit};
+use bevy::prelude::*;
+use bevy::render::render_resource::BlendState;
+use bevy::window::PrimaryWindow;
+use bevy_egui::{EguiGlobalSettings, EguiWantsInput, PrimaryEguiContext};
+
+/// The camera that renders the scene.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct MainCamera;
+
+/// How the main camera looks at the scene (in Bevy's world frame).
+#[derive(Component, Debug, Clone, PartialEq)]
+pub enum ViewRig {
+    /// Orthographic, looking along −z at the x–y plane.
+    Planar {
+        /// The point at the centre of the view.
+        center: Vec2,
+        /// Half the visible height, m.
+        half_height: f32,
+    },
+    /// Perspective, orbiting a target.
+    Orbit {
+        /// The point looked at.
+        target: Vec3,
+        /// Rotation about the world's y axis, rad.
+        yaw: f32,
+        /// Elevation (negative looks down), rad.
+        pitch: f32,
+        /// Distance from the target, m.
+        distance: f32,
+    },
+}
+
+impl ViewRig {
+    /// The rig framing a scene by its camera hint.
+    pub fn for_scene(sim: &Sim) -> Self {
+        let hint = &sim.scene.camera;
+        let target = Vec3::new(
+            hint.target[0] as f32,
+            hint.target[1] as f32,
+            hint.target[2] as f32,
+        );
+        let target = if target.is_finite() { target } else { Vec3::ZERO };
+        let distance = if hint.distance.is_finite() && hint.distance > 0.0 {
+            hint.distance as f32
+        } else {
+            3.0
+        };
+        if sim.model().is_planar() {
+            Self::Planar {
+                center: target.truncate(),
+                half_height: distance,
+            }
+        } else {
+            let dimension = super::sim::rigid(sim).map_or(Dimension::Spatial, |s| s.dimension);
+            Self::Orbit {
+                target: physics_to_world(dimension) * target,
+                yaw: 0.35,
+                pitch: -0.38,
+                distance,
+            }
+        }
+    }
+
+    fn transform(&self) -> Transform {
+        match *self {
+            Self::Planar { center, .. } => {
+                Transform::from_xyz(center.x, center.y, 100.0).looking_to(Vec3::NEG_Z, Vec3::Y)
+            }
+            Self::Orbit {
+                target,
+                yaw,
+                pitch,
+                distance,
+            } => {
+                let rotation = Quat::from_euler(EulerRot::YXZ, yaw, pitch, 0.0);
+                Transform::from_translation(target + rotation * Vec3::Z * distance)
+                    .with_rotation(rotation)
+            }
+        }
+    }
+
+    fn projection(&self) -> Projection {
+        match *self {
+            Self::Planar { half_height, .. } => Projection::from(OrthographicProjection {
+                scaling_mode: ScalingMode::FixedVertical {
+                    viewport_height: 2.0 * half_height,
+                },
+                near: -1000.0,
+                far: 1000.0,
+                ..OrthographicProjection::default_3d()
+            }),
+            Self::Orbit { distance, .. } => Projection::from(PerspectiveProjection {
+                fov: FOV,
+                near: (distance * 1e-3).max(1e-4),
+                far: distance * 200.0,
+                ..default()
+            }),
+        }
+    }
+}
+
+/// Vertical field of view of the orbit camera, rad.
+const FOV: f32 = std::f32::consts::FRAC_PI_4;
+
+/// Spawns, frames, moves and fits the cameras.
+pub struct CameraPlugin;
+
+impl Plugin for CameraPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Startup, spawn_cameras)
+            .add_systems(Update, (frame_scene, camera_controls, apply_rig).chain())
+            .add_systems(PostUpdate, fit_viewport);
+    }
+}
+
+fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, sim: Res<Sim>) {
+    // The egui context lives on its own camera over the whole window, so the
+    // 3D camera's viewport can leave out the panel.
+    egui.auto_create_primary_context = false;
+    let rig = ViewRig::for_scene(&sim);
+    commands.spawn((
+        Name::new("camera"),
+        MainCamera,
+        Camera3d::default(),
+        Camera {
+            order: 0,
+            ..default()
+        },
+        rig.projection(),
+        rig.transform(),
+        rig,
+        Msaa::Sample4,
+    ));
+    commands.spawn((
+        Name::new("ui camera"),
+        PrimaryEguiContext,
+        Camera2d,
+        RenderLayers::none(),
+        Camera {
+            order: 1,
+            output_mode: CameraOutputMode::Write {
+                blend_state: Some(BlendState::ALPHA_BLENDING),
+                clear_color: ClearColorConfig::None,
+            },
+            clear_color: ClearColorConfig::Custom(Color::NONE),
+            ..default()
+        },
+    ));
+}
+
+/// Re-frames the camera when another scene is loaded.
+fn frame_scene(
+    sim: Res<Sim>,
+    epoch: Res<SceneEpoch>,
+    mut seen: Local<Option<SceneEpoch>>,
+    mut rig: Single<&mut ViewRig, With<MainCamera>>,
+) {
+    if seen.is_none() {
+        *seen = Some(*epoch);
+        return;
+    }
+    if *seen != Some(*epoch) {
+        *seen = Some(*epoch);
+        **rig = ViewRig::for_scene(&sim);
+    }
+}
+
+/// World units per physical pixel at the target, and the viewport's size.
+fn viewport_height(camera: &Camera, window: &Window) -> f32 {
+    camera
+        .viewport
+        .as_ref()
+        .map(|v| v.physical_size.y as f32)
+        .unwrap_or(window.physical_height() as f32)
+        .max(1.0)
+}
+
+fn camera_controls(
+    buttons: Res<ButtonInput<MouseButton>>,
+    motion: Res<AccumulatedMouseMotion>,
+    scroll: Res<AccumulatedMouseScroll>,
+    egui_input: Res<EguiWantsInput>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    camera: Single<(&Camera, &mut ViewRig), With<MainCamera>>,
+) {
+    let (camera, mut rig) = camera.into_inner();
+    let over_ui = egui_input.wants_any_pointer_input();
+    let scale = window.scale_factor().max(0.1);
+    let height = viewport_height(camera, &window) / scale; // logical pixels
+    let delta = motion.delta; // logical pixels
+    let wheel = if over_ui {
+        0.0
+    } else {
+        match scroll.unit {
+            MouseScrollUnit::Line => scroll.delta.y,
+            MouseScrollUnit::Pixel => scroll.delta.y / 40.0,
+        }
+    };
+    let pan = !over_ui
+        && (buttons.pressed(MouseButton::Right) || buttons.pressed(MouseButton::Middle))
+        && delta != Vec2::ZERO;
+    let orbit = !over_ui && buttons.pressed(MouseButton::Left) && delta != Vec2::ZERO;
+    if !(pan || orbit || wheel != 0.0) {
+        return;
+    }
+    match &mut *rig {
+        ViewRig::Planar {
+            center,
+            half_height,
+        } => {
+            if pan {
+                let per_pixel = 2.0 * *half_height / height;
+                *center += Vec2::new(-delta.x, delta.y) * per_pixel;
+            }
+            if wheel != 0.0 {
+                *half_height = (*half_height * (-0.12 * wheel).exp()).clamp(1e-3, 1e4);
+            }
+        }
+        ViewRig::Orbit {
+            target,
+            yaw,
+            pitch,
+            distance,
+        } => {
+            if orbit {
+                *yaw -= delta.x * 0.006;
+                *pitch = (*pitch - delta.y * 0.006).clamp(-1.55, 1.55);
+            }
+            if pan {
+                let rotation = Quat::from_euler(EulerRot::YXZ, *yaw, *pitch, 0.0);
+                let per_pixel = 2.0 * *distance * (FOV / 2.0).tan() / height;
+                *target += (rotation * Vec3::X * -delta.x + rotation * Vec3::Y * delta.y) * per_pixel;
+            }
+            if wheel != 0.0 {
+                *distance = (*distance * (-0.12 * wheel).exp()).clamp(1e-3, 1e4);
+            }
+        }
+    }
+}
+
+fn apply_rig(
+    mut cameras: Query<
+        (&ViewRig, &mut Transform, &mut Projection),
+        (With<MainCamera>, Changed<ViewRig>),
+    >,
+) {
+    for (rig, mut transform, mut projection) in &mut cameras {
+        *transform = rig.transform();
+        *projection = rig.projection();
+    }
+}
+
+/// Keeps the 3D view out from under the panel.
+fn fit_viewport(
+    layout: Res<PanelLayout>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    mut camera: Single<&mut Camera, With<MainCamera>>,
+) {
+    let size = UVec2::new(window.physical_width(), window.physical_height());
+    let left = if layout.visible {
+        (layout.width * window.scale_factor()).round().max(0.0) as u32
+    } else {
+        0
+    };
+    let viewport = if size.x > left + 16 && size.y > 16 && left > 0 {
+        Some(Viewport {
+            physical_position: UVec2::new(left, 0),
+            physical_size: UVec2::new(size.x - left, size.y),
+            ..default()
+        })
+    } else {
+        None
+    };
+    if camera.viewport != viewport {
+        camera.viewport = viewport;
+    }
+}
