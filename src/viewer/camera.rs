@@ -13,7 +13,8 @@ use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll, MouseSc
 use bevy::prelude::*;
 use bevy::render::render_resource::BlendState;
 use bevy::window::PrimaryWindow;
-use bevy_egui::{EguiGlobalSettings, EguiWantsInput, PrimaryEguiContext};
+use bevy_egui::input::EguiWantsInput;
+use bevy_egui::{EguiGlobalSettings, PrimaryEguiContext};
 
 /// The camera that renders the scene.
 #[derive(Component, Debug, Clone, Copy)]
@@ -51,7 +52,11 @@ impl ViewRig {
             hint.target[1] as f32,
             hint.target[2] as f32,
         );
-        let target = if target.is_finite() { target } else { Vec3::ZERO };
+        let target = if target.is_finite() {
+            target
+        } else {
+            Vec3::ZERO
+        };
         let distance = if hint.distance.is_finite() && hint.distance > 0.0 {
             hint.distance as f32
         } else {
@@ -241,7 +246,8 @@ fn camera_controls(
             if pan {
                 let rotation = Quat::from_euler(EulerRot::YXZ, *yaw, *pitch, 0.0);
                 let per_pixel = 2.0 * *distance * (FOV / 2.0).tan() / height;
-                *target += (rotation * Vec3::X * -delta.x + rotation * Vec3::Y * delta.y) * per_pixel;
+                *target +=
+                    (rotation * Vec3::X * -delta.x + rotation * Vec3::Y * delta.y) * per_pixel;
             }
             if wheel != 0.0 {
                 *distance = (*distance * (-0.12 * wheel).exp()).clamp(1e-3, 1e4);
@@ -250,12 +256,10 @@ fn camera_controls(
     }
 }
 
-fn apply_rig(
-    mut cameras: Query<
-        (&ViewRig, &mut Transform, &mut Projection),
-        (With<MainCamera>, Changed<ViewRig>),
-    >,
-) {
+/// The camera components the rig drives.
+type RigView<'a> = (&'a ViewRig, &'a mut Transform, &'a mut Projection);
+
+fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) {
     for (rig, mut transform, mut projection) in &mut cameras {
         *transform = rig.transform();
         *projection = rig.projection();
@@ -283,7 +287,14 @@ fn fit_viewport(
     } else {
         None
     };
-    if camera.viewport != viewport {
+    let same = match (&camera.viewport, &viewport) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a.physical_position == b.physical_position && a.physical_size == b.physical_size
+        }
+        _ => false,
+    };
+    if !same {
         camera.viewport = viewport;
     }
 }

@@ -17,8 +17,8 @@ pub mod sim;
 pub mod visuals;
 
 pub use sim::{
-    BodyVisual, History, PreviousState, Sample, SceneEpoch, SceneRoot, Sim, SimControl,
-    SimPlugin, SimSystems, SurfaceVisual,
+    BodyVisual, History, PreviousState, Sample, SceneEpoch, SceneRoot, Sim, SimControl, SimPlugin,
+    SimSystems, SurfaceVisual,
 };
 
 use crate::cli::{Overrides, ViewArgs, apply_overrides};
@@ -114,8 +114,8 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     }
     match app.run() {
         AppExit::Success => Ok(()),
-        AppExit::Error(code) => {
-            Err(failure.take().unwrap_or_else(|| format!("the viewer exited with code {code}")))
-        }
+        AppExit::Error(code) => Err(failure
+            .take()
+            .unwrap_or_else(|| format!("the viewer exited with code {code}"))),
     }
 }

@@ -90,14 +90,10 @@ fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<
     let to_world = physics_to_world(system.dimension);
     // Sizes relative to the view: the camera hint's distance.
     let view = (sim.scene.camera.distance as f32).clamp(1e-3, 1e4);
-    let normal_length = 0.12 * view;
+    let normal_length = (0.12 * view).min(1.5 * system.length_scale() as f32);
     let dot = 0.008 * view;
-    let weight = system
-        .bodies
-        .iter()
-        .map(|b| b.mass)
-        .fold(0.0, f64::max)
-        * system.gravity.norm().max(1e-9);
+    let weight =
+        system.bodies.iter().map(|b| b.mass).fold(0.0, f64::max) * system.gravity.norm().max(1e-9);
     let h = sim.params.dt.max(1e-12);
     // A friction force equal to the heaviest weight is drawn 0.25 view long.
     let force_scale = 0.25 * view * options.arrow_scale / weight.max(1e-12) as f32;
@@ -123,7 +119,8 @@ fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<
         }
         if options.friction && contact.state != ContactState::Separating {
             let force = v3(&contact.friction_impulse) / h as f32;
-            let arrow = to_world * force * force_scale;
+            // Impacts give huge impulses for one step: cap the drawn length.
+            let arrow = (to_world * force * force_scale).clamp_length_max(2.0 * normal_length);
             if arrow.length() > 1e-3 * view && arrow.is_finite() {
                 gizmos
                     .arrow(p, p + arrow, Color::srgb(0.95, 0.3, 0.85))

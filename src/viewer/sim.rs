@@ -135,7 +135,9 @@ impl History {
     /// Adds a step's sample.
     pub fn record(&mut self, s: Sample) {
         let spacing = self.window / Self::MAX_POINTS as f64;
-        let open = self.bucket_start.is_some_and(|t0| s.t >= t0 && s.t - t0 < spacing);
+        let open = self
+            .bucket_start
+            .is_some_and(|t0| s.t >= t0 && s.t - t0 < spacing);
         match self.samples.back_mut() {
             Some(last) if open => {
                 // Merge into the newest sample, keeping the worst step costs.
@@ -202,9 +204,9 @@ impl Plugin for SimPlugin {
         app.insert_resource(PreviousState {
             q: sim.state.q.clone(),
         })
-        .insert_resource(Time::<Fixed>::from_duration(timestep_of(sim.params.dt).unwrap_or(
-            Time::<Fixed>::DEFAULT_TIMESTEP,
-        )))
+        .insert_resource(Time::<Fixed>::from_duration(
+            timestep_of(sim.params.dt).unwrap_or(Duration::from_micros(15625)),
+        ))
         .insert_resource(Sim(sim))
         .init_resource::<SimControl>()
         .init_resource::<History>()
@@ -228,7 +230,7 @@ impl Plugin for SimPlugin {
 
 /// The fixed timestep for a step size, if it is a usable one.
 pub fn timestep_of(dt: f64) -> Option<Duration> {
-    if dt.is_finite() && dt >= 1e-7 && dt <= 10.0 {
+    if (1e-7..=10.0).contains(&dt) {
         Some(Duration::from_secs_f64(dt))
     } else {
         None
@@ -330,8 +332,7 @@ pub fn respawn_scene_entities(
         ))
         .id();
     for (i, body) in system.bodies.iter().enumerate() {
-        let (translation, rotation) =
-            interpolated_pose(system, &sim.state.q, &sim.state.q, i, 1.0);
+        let (translation, rotation) = interpolated_pose(system, &sim.state.q, &sim.state.q, i, 1.0);
         commands.spawn((
             Name::new(body.name.clone()),
             BodyVisual(i),
@@ -510,6 +511,9 @@ pub fn sync_body_transforms(
         }
         let (translation, rotation) =
             interpolated_pose(system, &previous.q, &sim.state.q, body.0, alpha);
+        if !(translation.is_finite() && rotation.is_finite()) {
+            continue;
+        }
         transform.translation = translation;
         transform.rotation = rotation;
     }
@@ -523,6 +527,7 @@ struct RateMeter {
 }
 
 /// Simulated seconds per wall-clock second, averaged over half a second.
+/// (Sim time that jumps back, after a reset or a reload, is not counted.)
 fn measure_real_time_factor(
     real: Res<Time<Real>>,
     sim: Res<Sim>,
@@ -537,7 +542,8 @@ fn measure_real_time_factor(
     }
     meter.last_t = Some(t);
     meter.real += real.delta_secs_f64();
-    if meter.real >= 0.5 {
+    // Every half second; the first estimate sooner.
+    if meter.real >= 0.5 || (control.real_time_factor.is_none() && meter.real >= 0.1) {
         control.real_time_factor = Some(meter.simulated / meter.real);
         meter.real = 0.0;
         meter.simulated = 0.0;
@@ -553,10 +559,24 @@ pub fn reset(
 ) {
     sim.reset();
     previous.q.clone_from(&sim.state.q);
+    if control.halt.is_some() {
+        // Paused by a failed step, not by the user: start running again.
+        control.paused = false;
+    }
     control.halt = None;
     control.step_error = None;
     control.step_once = false;
     history.clear();
+}
+
+/// [`reset`] as a system (for `World::run_system_once`).
+pub fn reset_simulation(
+    mut sim: ResMut<Sim>,
+    mut previous: ResMut<PreviousState>,
+    mut control: ResMut<SimControl>,
+    mut history: ResMut<History>,
+) {
+    reset(&mut sim, &mut previous, &mut control, &mut history);
 }
 
 /// Replaces the running simulation (another scene, or the same file reloaded).
@@ -568,6 +588,9 @@ pub fn install(world: &mut World, simulation: Simulation) {
     world.resource_mut::<History>().clear();
     {
         let mut control = world.resource_mut::<SimControl>();
+        if control.halt.is_some() {
+            control.paused = false;
+        }
         control.halt = None;
         control.step_error = None;
         control.step_once = false;

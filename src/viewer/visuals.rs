@@ -13,16 +13,17 @@ use bevy::prelude::*;
 pub const BACKGROUND: Color = Color::srgb(0.105, 0.115, 0.135);
 
 /// Body colours that read on dark and light backgrounds (mid luminance,
-/// moderate saturation), used when the scene file gives none.
+/// moderate saturation), used when the scene file gives none. They keep clear
+/// of the contact-state colours (green, orange, grey).
 pub const PALETTE: [[f32; 3]; 8] = [
-    [0.93, 0.55, 0.22], // orange
-    [0.27, 0.58, 0.92], // blue
-    [0.80, 0.36, 0.58], // rose
-    [0.33, 0.73, 0.67], // teal
-    [0.62, 0.50, 0.90], // violet
-    [0.85, 0.75, 0.30], // ochre
-    [0.50, 0.72, 0.30], // olive green
-    [0.88, 0.42, 0.38], // coral
+    [0.30, 0.58, 0.93], // blue
+    [0.86, 0.40, 0.62], // rose
+    [0.62, 0.50, 0.92], // violet
+    [0.25, 0.72, 0.78], // teal
+    [0.87, 0.78, 0.32], // ochre
+    [0.92, 0.45, 0.40], // coral
+    [0.55, 0.68, 0.95], // periwinkle
+    [0.78, 0.55, 0.85], // orchid
 ];
 
 /// Spawns meshes for new body and surface entities and draws the grids.
@@ -37,7 +38,10 @@ impl Plugin for VisualsPlugin {
                 ..default()
             })
             .add_systems(Startup, spawn_light)
-            .add_systems(Update, (attach_body_meshes, attach_surface_meshes, draw_grids));
+            .add_systems(
+                Update,
+                (attach_body_meshes, attach_surface_meshes, draw_grids),
+            );
     }
 }
 
@@ -178,7 +182,10 @@ fn attach_body_meshes(
                         minor_radius: r * 0.05,
                         major_radius: r * 0.99,
                     });
-                    for rotation in [Quat::IDENTITY, Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)] {
+                    for rotation in [
+                        Quat::IDENTITY,
+                        Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
+                    ] {
                         commands.spawn((
                             Mesh3d(ring.clone()),
                             MeshMaterial3d(marker.clone()),
@@ -192,11 +199,20 @@ fn attach_body_meshes(
     }
 }
 
+/// Spacing of a surface's grid lines, m.
+fn grid_spacing(extent: f32) -> f32 {
+    nice_spacing(extent / 12.0)
+}
+
 /// Slab dimensions of a surface: (thickness below the surface, depth along z
-/// for planar scenes).
+/// for planar scenes). A planar slab's face shows whole grid cells.
 fn slab_size(sim: &Sim, extent: f32, dimension: Dimension) -> (f32, f32) {
     match dimension {
-        Dimension::Planar => (0.12 * extent, 4.0 * planar_depth(sim)),
+        Dimension::Planar => {
+            let spacing = grid_spacing(extent);
+            let rows = (0.12 * extent / spacing).round().clamp(1.0, 100.0);
+            (rows * spacing, 4.0 * planar_depth(sim))
+        }
         Dimension::Spatial => ((0.015 * extent).max(0.005), 2.0 * extent),
     }
 }
@@ -220,7 +236,7 @@ fn attach_surface_meshes(
         let mesh = Mesh::from(Cuboid::new(2.0 * extent, thickness, depth))
             .translated_by(Vec3::new(0.0, -thickness / 2.0, 0.0));
         let material = materials.add(StandardMaterial {
-            base_color: Color::srgb(0.36, 0.38, 0.42),
+            base_color: Color::srgb(0.24, 0.25, 0.28),
             perceptual_roughness: 0.9,
             ..default()
         });
@@ -258,22 +274,22 @@ fn draw_grids(
     let Some(system) = rigid(&sim) else {
         return;
     };
-    let line = LinearRgba::new(0.75, 0.78, 0.85, 0.28);
+    let line = LinearRgba::new(0.7, 0.74, 0.82, 0.22);
     for (surface, global) in &surfaces {
         let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
             continue;
         };
         let (thickness, depth) = slab_size(&sim, extent, system.dimension);
         let (_, rotation, translation) = global.to_scale_rotation_translation();
-        let spacing = nice_spacing(extent / 12.0);
+        let spacing = grid_spacing(extent);
         let cells_along = ((2.0 * extent / spacing).round() as u32).clamp(1, 400);
         match system.dimension {
             Dimension::Planar => {
                 // On the slab's front face: lines along and across the surface.
-                let rows = ((thickness / spacing).floor() as u32).clamp(1, 100);
+                let rows = ((thickness / spacing).round() as u32).clamp(1, 100);
                 let height = rows as f32 * spacing;
-                let centre = translation
-                    + rotation * Vec3::new(0.0, -height / 2.0, depth / 2.0 + 1e-3);
+                let centre =
+                    translation + rotation * Vec3::new(0.0, -height / 2.0, depth / 2.0 + 1e-3);
                 gizmos
                     .grid(
                         Isometry3d::new(centre, rotation),
@@ -312,7 +328,7 @@ fn draw_grids(
             Isometry3d::from_translation(centre),
             UVec2::splat(cells),
             Vec2::splat(spacing),
-            LinearRgba::new(0.6, 0.65, 0.75, 0.09),
+            LinearRgba::new(0.3, 0.33, 0.4, 0.05),
         );
     }
 }

@@ -1,0 +1,580 @@
+//! The egui side panel (parameters, playback, scene picker, overlays, plots,
+//! status, help) and the keyboard shortcuts.
+
+use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK};
+use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
+use super::{SceneSource, load_simulation};
+use crate::lcp::LcpStatus;
+use crate::model::{LinearSystem, Model, State};
+use crate::params::StepperKind;
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+use std::path::{Path, PathBuf};
+
+/// Where the panel is, for the 3D viewport.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub struct PanelLayout {
+    /// Shown (F1 toggles).
+    pub visible: bool,
+    /// Width in logical pixels (0 until first drawn).
+    pub width: f32,
+    /// A text field has the keyboard: shortcuts are off.
+    pub text_editing: bool,
+}
+
+impl Default for PanelLayout {
+    fn default() -> Self {
+        Self {
+            visible: true,
+            width: 0.0,
+            text_editing: false,
+        }
+    }
+}
+
+/// A scene file to load at the next frame (reload, scene picker).
+#[derive(Resource, Debug, Clone, Default)]
+pub struct PendingLoad(pub Option<PathBuf>);
+
+/// The panel, its plots and the keyboard.
+pub struct PanelPlugin;
+
+impl Plugin for PanelPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<PanelLayout>()
+            .init_resource::<PendingLoad>()
+            .add_systems(EguiPrimaryContextPass, panel_ui)
+            .add_systems(Update, (keyboard_shortcuts, load_pending).chain());
+    }
+}
+
+/// Space pause/resume, `.` single step, R reset, F1 panel.
+fn keyboard_shortcuts(
+    keys: Res<ButtonInput<KeyCode>>,
+    mut layout: ResMut<PanelLayout>,
+    mut sim: ResMut<Sim>,
+    mut control: ResMut<SimControl>,
+    mut previous: ResMut<PreviousState>,
+    mut history: ResMut<History>,
+) {
+    if layout.text_editing {
+        return;
+    }
+    if keys.just_pressed(KeyCode::Space) {
+        toggle_pause(&mut control);
+    }
+    if keys.just_pressed(KeyCode::Period) || keys.just_pressed(KeyCode::NumpadDecimal) {
+        control.step_once = true;
+    }
+    if keys.just_pressed(KeyCode::KeyR) {
+        sim::reset(&mut sim, &mut previous, &mut control, &mut history);
+    }
+    if keys.just_pressed(KeyCode::F1) {
+        layout.visible = !layout.visible;
+    }
+}
+
+fn toggle_pause(control: &mut SimControl) {
+    control.paused = !control.paused;
+    if !control.paused {
+        // Resuming retries the failed step; its report will say again if it fails.
+        control.halt = None;
+    }
+}
+
+/// Loads the requested scene file, keeping the old one on error.
+fn load_pending(world: &mut World) {
+    let Some(path) = world.resource_mut::<PendingLoad>().0.take() else {
+        return;
+    };
+    let overrides = world.resource::<SceneSource>().overrides.clone();
+    // The command line's overrides apply when they fit the scene (e.g. --edges
+    // does not fit a planar one); otherwise the file's own parameters.
+    let loaded = load_simulation(&path, &overrides)
+        .or_else(|first| load_simulation(&path, &Default::default()).map_err(|_| first));
+    match loaded {
+        Ok(simulation) => {
+            let title = format!("contactlab — {}", simulation.scene.name);
+            sim::install(world, simulation);
+            let mut source = world.resource_mut::<SceneSource>();
+            source.path = path;
+            source.error = None;
+            let mut windows =
+                world.query_filtered::<&mut Window, With<bevy::window::PrimaryWindow>>();
+            if let Ok(mut window) = windows.single_mut(world) {
+                window.title = title;
+            }
+        }
+        Err(message) => {
+            world.resource_mut::<SceneSource>().error = Some(message);
+        }
+    }
+}
+
+/// The `.ron` files next to the current scene, sorted.
+fn scene_files(current: &Path) -> Vec<PathBuf> {
+    let dir = match current.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+const RED: egui::Color32 = egui::Color32::from_rgb(255, 90, 80);
+
+fn to_egui(color: Color) -> egui::Color32 {
+    let c = color.to_srgba();
+    egui::Color32::from_rgb(
+        (c.red * 255.0) as u8,
+        (c.green * 255.0) as u8,
+        (c.blue * 255.0) as u8,
+    )
+}
+
+#[derive(Default)]
+struct SceneList {
+    files: Vec<PathBuf>,
+    for_path: Option<PathBuf>,
+    age: u32,
+}
+
+/// The side panel.
+#[allow(clippy::too_many_arguments)]
+fn panel_ui(
+    mut contexts: EguiContexts,
+    mut sim: ResMut<Sim>,
+    mut control: ResMut<SimControl>,
+    mut previous: ResMut<PreviousState>,
+    mut history: ResMut<History>,
+    mut overlay: ResMut<OverlayOptions>,
+    mut layout: ResMut<PanelLayout>,
+    source: Res<SceneSource>,
+    mut pending: ResMut<PendingLoad>,
+    mut list: Local<SceneList>,
+) {
+    let Ok(ctx) = contexts.ctx_mut() else {
+        return;
+    };
+    let ctx = ctx.clone();
+    layout.text_editing = ctx.text_edit_focused();
+    if !layout.text_editing {
+        // Space and `.` belong to the simulation, not to the focused button.
+        ctx.input_mut(|input| {
+            input.events.retain(|e| {
+                !matches!(
+                    e,
+                    egui::Event::Key {
+                        key: egui::Key::Space | egui::Key::Period,
+                        ..
+                    }
+                )
+            });
+        });
+    }
+
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "viewport".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    if !layout.visible {
+        layout.width = 0.0;
+        egui::Area::new(egui::Id::new("panel hint"))
+            .anchor(egui::Align2::LEFT_TOP, egui::vec2(8.0, 8.0))
+            .show(&ctx, |ui| {
+                ui.label(egui::RichText::new("F1: panel").weak());
+            });
+        return;
+    }
+
+    if list.for_path.as_deref() != Some(source.path.as_path()) || list.age > 300 {
+        list.files = scene_files(&source.path);
+        list.for_path = Some(source.path.clone());
+        list.age = 0;
+    }
+    list.age += 1;
+
+    let response = egui::Panel::left("contactlab panel")
+        .default_size(350.0)
+        .min_size(260.0)
+        .resizable(true)
+        .show(&mut root, |ui| {
+            egui::ScrollArea::vertical()
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    ui.add_space(4.0);
+                    let heading = ui.heading(&sim.scene.name);
+                    if !sim.scene.description.is_empty() {
+                        heading.on_hover_text(&sim.scene.description);
+                    }
+                    ui.separator();
+                    status(ui, &sim, &control);
+                    ui.separator();
+                    playback(
+                        ui,
+                        &mut sim,
+                        &mut control,
+                        &mut previous,
+                        &mut history,
+                        &source,
+                        &mut pending,
+                    );
+                    scene_picker(ui, &source, &list.files, &mut pending);
+                    if let Model::Linear(system) = sim.model() {
+                        coordinates(ui, system, &sim.state);
+                    }
+                    ui.separator();
+                    parameters(ui, &mut sim);
+                    ui.separator();
+                    overlays(ui, &mut overlay);
+                    ui.separator();
+                    plots(ui, &history);
+                    ui.separator();
+                    help(ui, sim.model().is_planar());
+                });
+        });
+    layout.width = response.response.rect.width();
+    if matches!(sim.model(), Model::Linear(_)) {
+        egui::Area::new(egui::Id::new("no bodies"))
+            .anchor(egui::Align2::CENTER_CENTER, egui::vec2(layout.width / 2.0, 0.0))
+            .show(&ctx, |ui| {
+                ui.label(
+                    egui::RichText::new(
+                        "A generalized linear system has no bodies to draw:\nits coordinates and plots are in the panel.",
+                    )
+                    .weak(),
+                );
+            });
+    }
+}
+
+fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl) {
+    let rtf = control
+        .real_time_factor
+        .map_or_else(|| "–".to_owned(), |f| format!("{f:.2}×"));
+    let lcp = sim.last.as_ref().map_or("–", |r| r.status.name());
+    ui.monospace(format!(
+        "t = {:.4} s   steps {}\nreal-time factor {rtf}   LCP {lcp}",
+        sim.state.t, sim.steps,
+    ));
+    if control.paused {
+        ui.colored_label(egui::Color32::from_rgb(240, 200, 80), "paused");
+    }
+    if let Some(report) = &sim.last
+        && report.status != LcpStatus::Solved
+    {
+        ui.colored_label(
+            RED,
+            format!("{}: {}", report.status.name(), report.status.reason()),
+        );
+    }
+    if let Some(halt) = &control.halt {
+        ui.colored_label(RED, format!("stopped: {halt}"));
+    }
+    if let Some(error) = &control.step_error {
+        ui.colored_label(RED, format!("step refused: {error}"));
+    }
+}
+
+/// A linear system has no bodies to draw: its coordinates as numbers.
+fn coordinates(ui: &mut egui::Ui, system: &LinearSystem, state: &State) {
+    ui.separator();
+    ui.label(egui::RichText::new("Generalized linear system: nothing to draw in 3D").weak());
+    egui::Grid::new("coordinates")
+        .num_columns(3)
+        .show(ui, |ui| {
+            ui.strong("coordinate");
+            ui.strong("q");
+            ui.strong("v");
+            ui.end_row();
+            for (i, name) in system.coordinates.iter().enumerate() {
+                ui.monospace(name);
+                ui.monospace(format!(
+                    "{:+.5}",
+                    state.q.get(i).copied().unwrap_or(f64::NAN)
+                ));
+                ui.monospace(format!(
+                    "{:+.5}",
+                    state.v.get(i).copied().unwrap_or(f64::NAN)
+                ));
+                ui.end_row();
+            }
+        });
+}
+
+fn playback(
+    ui: &mut egui::Ui,
+    sim: &mut Sim,
+    control: &mut SimControl,
+    previous: &mut PreviousState,
+    history: &mut History,
+    source: &SceneSource,
+    pending: &mut PendingLoad,
+) {
+    ui.horizontal(|ui| {
+        let label = if control.paused {
+            "▶ Resume"
+        } else {
+            "⏸ Pause"
+        };
+        if ui.button(label).on_hover_text("Space").clicked() {
+            toggle_pause(control);
+        }
+        if ui.button("Step").on_hover_text(". (period)").clicked() {
+            control.step_once = true;
+        }
+        if ui.button("Reset").on_hover_text("R").clicked() {
+            sim::reset(sim, previous, control, history);
+        }
+        if ui
+            .button("⟳ Reload")
+            .on_hover_text(
+                "Read the scene file again: its own parameters, plus the command line's overrides",
+            )
+            .clicked()
+        {
+            pending.0 = Some(source.path.clone());
+        }
+    });
+    let (lo, hi) = SPEED_RANGE;
+    ui.add(
+        egui::Slider::new(&mut control.speed, lo..=hi)
+            .logarithmic(true)
+            .smallest_positive(lo)
+            .text("playback speed")
+            .custom_formatter(|v, _| format!("{v:.2}×")),
+    )
+    .on_hover_text("Simulated seconds per wall-clock second requested");
+}
+
+fn scene_picker(
+    ui: &mut egui::Ui,
+    source: &SceneSource,
+    files: &[PathBuf],
+    pending: &mut PendingLoad,
+) {
+    ui.horizontal(|ui| {
+        let current = file_name(&source.path);
+        ui.label("scene");
+        egui::ComboBox::from_id_salt("scene picker")
+            .selected_text(&current)
+            .width(200.0)
+            .show_ui(ui, |ui| {
+                for file in files {
+                    let name = file_name(file);
+                    if ui.selectable_label(name == current, &name).clicked() {
+                        pending.0 = Some(file.clone());
+                    }
+                }
+            });
+    });
+    if let Some(error) = &source.error {
+        ui.colored_label(RED, error);
+    }
+}
+
+fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
+    let planar = sim.model().is_planar();
+    let linear = matches!(sim.model(), Model::Linear(_));
+    let stepper = sim.params.stepper;
+    egui::CollapsingHeader::new("Parameters")
+        .default_open(true)
+        .show(ui, |ui| {
+            let params = &mut sim.params;
+            ui.add(egui::Slider::new(&mut params.mu, 0.0..=2.0).text("friction μ"));
+            ui.add(
+                egui::Slider::new(&mut params.dt, 1e-5..=0.05)
+                    .logarithmic(true)
+                    .smallest_positive(1e-5)
+                    .text("step size h (s)")
+                    .custom_formatter(|v, _| format!("{v:.2e}")),
+            );
+            if planar {
+                let mut two = 2usize;
+                ui.add_enabled(
+                    false,
+                    egui::Slider::new(&mut two, 2..=64).text("edges k: fixed at 2 (planar)"),
+                )
+                .on_disabled_hover_text("Planar contacts always use the pair ±t");
+            } else {
+                ui.add(egui::Slider::new(&mut params.edges, 3..=64).text("friction edges k"));
+            }
+            ui.add(egui::Slider::new(&mut params.ncp_iterations, 1..=10).text("NCP iterations"))
+                .on_hover_text("Fixed-point iterations of the nonlinear scheme (§3.6); 1 = linearized");
+            ui.add_enabled(
+                stepper.uses_restitution(),
+                egui::Slider::new(&mut params.restitution, 0.0..=1.0).text("restitution e"),
+            )
+            .on_disabled_hover_text(format!(
+                "The {stepper} stepper is inelastic by construction: it has no restitution coefficient"
+            ));
+            ui.add_enabled(
+                false,
+                egui::Slider::new(&mut params.damping, 0.0..=100.0).text("damping"),
+            )
+            .on_disabled_hover_text(if linear {
+                "A linear system's damping matrix C comes from its scene file; no damper uses this coefficient"
+            } else {
+                "This scene has no dampers for the coefficient to act on"
+            });
+            ui.add_enabled(
+                false,
+                egui::Slider::new(&mut params.stiffness, 0.0..=1e4).text("stiffness"),
+            )
+            .on_disabled_hover_text(if linear {
+                "A linear system's stiffness matrix K comes from its scene file; no spring uses this coefficient"
+            } else {
+                "This scene has no springs for the coefficient to act on"
+            });
+            egui::ComboBox::from_label("stepper")
+                .selected_text(params.stepper.name())
+                .show_ui(ui, |ui| {
+                    for kind in StepperKind::ALL {
+                        ui.selectable_value(&mut params.stepper, kind, kind.name());
+                    }
+                });
+        });
+}
+
+fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions) {
+    egui::CollapsingHeader::new("Contacts")
+        .default_open(true)
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.checkbox(&mut overlay.points, "points");
+                ui.checkbox(&mut overlay.normals, "normals");
+            });
+            ui.horizontal(|ui| {
+                ui.checkbox(&mut overlay.friction, "friction impulse");
+                ui.checkbox(&mut overlay.pyramid, "friction pyramid");
+            });
+            ui.horizontal(|ui| {
+                ui.checkbox(&mut overlay.color_by_state, "colour by state:");
+                ui.colored_label(to_egui(STICK), "stick");
+                ui.colored_label(to_egui(SLIP), "slip");
+                ui.colored_label(to_egui(SEPARATING), "separating");
+            });
+            ui.add(
+                egui::Slider::new(&mut overlay.arrow_scale, 0.05..=20.0)
+                    .logarithmic(true)
+                    .text("arrow scale"),
+            )
+            .on_hover_text(
+                "Friction arrows show impulse / h; at scale 1 the heaviest body's weight is a quarter of the view",
+            );
+        });
+}
+
+fn series(history: &History, f: impl Fn(&sim::Sample) -> f64) -> PlotPoints<'static> {
+    history.samples.iter().map(|s| [s.t, f(s)]).collect()
+}
+
+fn plots(ui: &mut egui::Ui, history: &History) {
+    egui::CollapsingHeader::new("Plots (last 10 s of simulated time)")
+        .default_open(true)
+        .show(ui, |ui| {
+            let plot = |id: &str| {
+                Plot::new(id.to_owned())
+                    .height(82.0)
+                    .legend(
+                        Legend::default()
+                            .position(Corner::LeftTop)
+                            .text_style(egui::TextStyle::Small)
+                            .background_alpha(0.5),
+                    )
+                    .allow_drag(false)
+                    .allow_zoom(false)
+                    .allow_scroll(false)
+                    .allow_boxed_zoom(false)
+                    .y_axis_min_width(36.0)
+            };
+            ui.label("energy (J)");
+            plot("energy").show(ui, |p| {
+                p.line(Line::new("kinetic", series(history, |s| s.kinetic)));
+                p.line(Line::new("potential", series(history, |s| s.potential)));
+                p.line(Line::new(
+                    "total",
+                    series(history, |s| s.kinetic + s.potential),
+                ));
+            });
+            ui.label("contacts, LCP size, Lemke pivots");
+            plot("lcp").include_y(0.0).show(ui, |p| {
+                p.line(Line::new(
+                    "active contacts",
+                    series(history, |s| s.active_contacts as f64),
+                ));
+                p.line(Line::new(
+                    "LCP size",
+                    series(history, |s| s.lcp_size as f64),
+                ));
+                p.line(Line::new("pivots", series(history, |s| s.pivots as f64)));
+            });
+            ui.label("step time (ms)");
+            plot("step time").include_y(0.0).show(ui, |p| {
+                p.line(Line::new("step", series(history, |s| s.step_ms)));
+            });
+        });
+}
+
+fn help(ui: &mut egui::Ui, planar: bool) {
+    egui::CollapsingHeader::new("Help")
+        .default_open(false)
+        .show(ui, |ui| {
+            egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
+                let rows: &[(&str, &str)] = &[
+                    ("Space", "pause / resume"),
+                    (".", "single step (pauses)"),
+                    ("R", "reset to the initial state"),
+                    ("F1", "show / hide this panel"),
+                ];
+                for (key, what) in rows {
+                    ui.monospace(*key);
+                    ui.label(*what);
+                    ui.end_row();
+                }
+                let mouse: &[(&str, &str)] = if planar {
+                    &[
+                        ("right/middle drag", "pan"),
+                        ("wheel", "zoom"),
+                    ]
+                } else {
+                    &[
+                        ("left drag", "orbit"),
+                        ("right/middle drag", "pan"),
+                        ("wheel", "zoom"),
+                    ]
+                };
+                for (key, what) in mouse {
+                    ui.monospace(*key);
+                    ui.label(*what);
+                    ui.end_row();
+                }
+            });
+            ui.label(
+                egui::RichText::new(
+                    "A step whose LCP is not solved pauses the simulation; its status shows in red.",
+                )
+                .small()
+                .weak(),
+            );
+        });
+}

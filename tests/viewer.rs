@@ -1,0 +1,234 @@
+//! The viewer's simulation plugin, headless: fixed ticks step the simulation,
+//! body transforms follow it, and live parameter changes take effect.
+#![cfg(feature = "viewer")]
+
+use bevy::ecs::system::RunSystemOnce;
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use contactlab::model::Model;
+use contactlab::sim::Simulation;
+use contactlab::viewer::sim::{interpolated_pose, reset_simulation, sync_body_transforms};
+use contactlab::viewer::{BodyVisual, PreviousState, Sim, SimControl, SimPlugin};
+use std::path::Path;
+
+fn load(scene: &str) -> Simulation {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(scene);
+    let scene = contactlab::scene::load(&path).expect("scene loads");
+    Simulation::new(scene)
+}
+
+/// An app with `MinimalPlugins` whose every `update()` runs exactly one fixed
+/// tick (after the first, which starts the clocks and spawns the entities).
+fn app(simulation: Simulation) -> App {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .add_plugins(SimPlugin::new(simulation))
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.update();
+    app
+}
+
+fn ticks(app: &mut App, n: usize) {
+    for _ in 0..n {
+        app.update();
+    }
+}
+
+fn sim(app: &App) -> &Simulation {
+    &app.world().resource::<Sim>().0
+}
+
+/// Body i's pose in physics coordinates at configuration q.
+fn pose(simulation: &Simulation, q: &nalgebra::DVector<f64>, i: usize) -> (Vec3, Quat) {
+    let Model::Rigid(system) = simulation.model() else {
+        panic!("rigid scene expected")
+    };
+    interpolated_pose(system, q, q, i, 1.0)
+}
+
+fn body_transforms(app: &mut App) -> Vec<(usize, Transform)> {
+    let mut query = app.world_mut().query::<(&BodyVisual, &Transform)>();
+    let mut out: Vec<(usize, Transform)> =
+        query.iter(app.world()).map(|(b, t)| (b.0, *t)).collect();
+    out.sort_by_key(|(i, _)| *i);
+    out
+}
+
+fn assert_close(a: Vec3, b: Vec3, what: &str) {
+    assert!(
+        (a - b).abs().max_element() < 1e-6,
+        "{what}: transform {a} vs simulation {b}"
+    );
+}
+
+#[test]
+fn one_step_per_fixed_tick() {
+    let simulation = load("rod.ron");
+    let h = simulation.params.dt;
+    let mut app = app(simulation);
+    assert_eq!(sim(&app).steps, 0, "no step before the first tick");
+    let n = 120;
+    ticks(&mut app, n);
+    let s = sim(&app);
+    assert_eq!(s.steps, n as u64);
+    assert!(
+        (s.state.t - n as f64 * h).abs() < 1e-12,
+        "t = {} after {n} steps of {h}",
+        s.state.t
+    );
+    let fixed = app.world().resource::<Time<Fixed>>();
+    assert!((fixed.timestep().as_secs_f64() - h).abs() < 1e-12);
+}
+
+#[test]
+fn body_transforms_follow_the_simulation() {
+    for scene in ["rod.ron", "four_balls.ron", "incline.ron"] {
+        let simulation = load(scene);
+        let bodies = match simulation.model() {
+            Model::Rigid(s) => s.bodies.len(),
+            Model::Linear(_) => 0,
+        };
+        let mut app = app(simulation);
+        ticks(&mut app, 150);
+
+        // Within a frame the drawn pose lies between the last two states; with
+        // no overstep it is the previous state …
+        let previous = app.world().resource::<PreviousState>().q.clone();
+        let current = sim(&app).state.q.clone();
+        assert_ne!(previous, current, "{scene}: the bodies moved");
+        let transforms = body_transforms(&mut app);
+        assert_eq!(transforms.len(), bodies, "{scene}: one entity per body");
+        for (i, t) in &transforms {
+            let (p, r) = pose(sim(&app), &previous, *i);
+            assert_close(t.translation, p, &format!("{scene} body {i} (previous)"));
+            assert!(t.rotation.angle_between(r) < 1e-5);
+        }
+
+        // … and a full timestep of overstep brings it to the current state.
+        let step = app.world().resource::<Time<Fixed>>().timestep();
+        app.world_mut()
+            .resource_mut::<Time<Fixed>>()
+            .accumulate_overstep(step);
+        app.world_mut()
+            .run_system_once(sync_body_transforms)
+            .expect("sync runs");
+        for (i, t) in &body_transforms(&mut app) {
+            let (p, r) = pose(sim(&app), &current, *i);
+            assert_close(t.translation, p, &format!("{scene} body {i} (current)"));
+            assert!(t.rotation.angle_between(r) < 1e-5);
+        }
+    }
+}
+
+/// Distance slid along the incline after `n` ticks with friction μ set in the
+/// live resource.
+fn slide(mu: f64, n: usize) -> f64 {
+    let simulation = load("incline.ron");
+    let start = simulation.state.q.clone();
+    let mut app = app(simulation);
+    app.world_mut().resource_mut::<Sim>().params.mu = mu;
+    ticks(&mut app, n);
+    let q = &sim(&app).state.q;
+    ((q[0] - start[0]).powi(2) + (q[1] - start[1]).powi(2)).sqrt()
+}
+
+#[test]
+fn friction_changes_in_the_resource_take_effect() {
+    let n = 200;
+    let h = load("incline.ron").params.dt;
+    let t = n as f64 * h;
+    let (low, high) = (slide(0.2, n), slide(0.3, n));
+    // a = g (sin 30° − μ cos 30°): 3.21 m/s² for μ = 0.2, 2.36 m/s² for μ = 0.3.
+    let expected = |mu: f64| 0.5 * 9.81 * (0.5 - mu * 3f64.sqrt() / 2.0) * t * t;
+    assert!(
+        low > high + 0.04,
+        "μ = 0.2 slid {low:.4} m, μ = 0.3 slid {high:.4} m"
+    );
+    for (mu, d) in [(0.2, low), (0.3, high)] {
+        let e = expected(mu);
+        assert!(
+            (d - e).abs() < 0.05 * e,
+            "μ = {mu}: slid {d:.4} m, expected {e:.4} m"
+        );
+    }
+}
+
+#[test]
+fn the_fixed_timestep_follows_the_step_size() {
+    let mut app = app(load("incline.ron"));
+    ticks(&mut app, 10);
+    let new_h = 0.0007;
+    app.world_mut().resource_mut::<Sim>().params.dt = new_h;
+    app.update();
+    let timestep = app.world().resource::<Time<Fixed>>().timestep();
+    assert!(
+        (timestep.as_secs_f64() - new_h).abs() < 1e-12,
+        "fixed timestep {timestep:?} after h = {new_h}"
+    );
+    let (t0, s0) = (sim(&app).state.t, sim(&app).steps);
+    ticks(&mut app, 25);
+    let (t1, s1) = (sim(&app).state.t, sim(&app).steps);
+    assert_eq!(s1 - s0, 25, "one step per tick at the new timestep");
+    assert!(((t1 - t0) - 25.0 * new_h).abs() < 1e-12);
+}
+
+#[test]
+fn pause_single_step_and_reset() {
+    let mut app = app(load("rod.ron"));
+    ticks(&mut app, 5);
+    app.world_mut().resource_mut::<SimControl>().paused = true;
+    ticks(&mut app, 5);
+    assert_eq!(sim(&app).steps, 5, "no steps while paused");
+    app.world_mut().resource_mut::<SimControl>().step_once = true;
+    ticks(&mut app, 3);
+    assert_eq!(sim(&app).steps, 6, "a single step while paused");
+    // While paused after a single step the bodies show the current state.
+    let current = sim(&app).state.q.clone();
+    for (i, t) in &body_transforms(&mut app) {
+        assert_close(
+            t.translation,
+            pose(sim(&app), &current, *i).0,
+            "single step",
+        );
+    }
+    app.world_mut()
+        .run_system_once(reset_simulation)
+        .expect("reset runs");
+    assert_eq!(sim(&app).steps, 0);
+    assert_eq!(sim(&app).state.t, 0.0);
+}
+
+#[test]
+fn invalid_parameters_are_reported_not_panicked_on() {
+    let mut app = app(load("four_balls.ron"));
+    ticks(&mut app, 3);
+    for dt in [f64::NAN, -1.0, 0.0, f64::INFINITY] {
+        app.world_mut().resource_mut::<Sim>().params.dt = dt;
+        ticks(&mut app, 2);
+        let control = app.world().resource::<SimControl>();
+        assert!(
+            control.step_error.is_some(),
+            "h = {dt} should be refused with a message"
+        );
+    }
+    app.world_mut().resource_mut::<Sim>().params.dt = 0.0025;
+    app.world_mut().resource_mut::<Sim>().params.edges = 2;
+    ticks(&mut app, 2);
+    assert!(app.world().resource::<SimControl>().step_error.is_some());
+    app.world_mut().resource_mut::<Sim>().params.edges = 8;
+    let before = sim(&app).steps;
+    ticks(&mut app, 2);
+    assert!(app.world().resource::<SimControl>().step_error.is_none());
+    assert!(
+        sim(&app).steps > before,
+        "stepping resumes with valid parameters"
+    );
+    // Extreme playback speeds are clamped, not rejected.
+    app.world_mut().resource_mut::<SimControl>().speed = f64::NAN;
+    app.update();
+    app.world_mut().resource_mut::<SimControl>().speed = 1e9;
+    app.update();
+    assert_eq!(app.world().resource::<SimControl>().speed, 10.0);
+}
