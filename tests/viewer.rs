@@ -232,3 +232,104 @@ fn invalid_parameters_are_reported_not_panicked_on() {
     app.update();
     assert_eq!(app.world().resource::<SimControl>().speed, 10.0);
 }
+
+/// An app that also watches its scene file, opened from a copy of `scene` in
+/// a fresh directory.
+fn watched_app(scene: &str) -> (App, std::path::PathBuf) {
+    use contactlab::viewer::SceneSource;
+    use contactlab::viewer::reload::ReloadPlugin;
+    let dir = std::env::temp_dir().join(format!(
+        "contactlab-reload-{}-{}",
+        std::process::id(),
+        scene
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(scene);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenes")
+            .join(scene),
+        &path,
+    )
+    .expect("copy scene");
+    let simulation = Simulation::new(contactlab::scene::load(&path).expect("scene loads"));
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .add_plugins(SimPlugin::new(simulation))
+        .add_plugins(ReloadPlugin)
+        .insert_resource(SceneSource::new(path.clone(), Default::default()))
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.update();
+    (app, path)
+}
+
+/// Rewrites the file with a different length so the watcher notices even
+/// within the file system's timestamp resolution.
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("read scene");
+    assert!(text.contains(from), "`{from}` in the scene file");
+    std::fs::write(path, text.replacen(from, to, 1)).expect("write scene");
+}
+
+#[test]
+fn editing_the_scene_file_reloads_it() {
+    let (mut app, path) = watched_app("rod.ron");
+    ticks(&mut app, 20);
+    assert_eq!(sim(&app).steps, 20);
+    assert_eq!(sim(&app).params.mu, 0.6);
+    edit(&path, "mu: 0.6,", "mu: 0.25,");
+    ticks(&mut app, 1);
+    assert_eq!(sim(&app).params.mu, 0.25, "the new file's μ");
+    assert!(sim(&app).steps <= 1, "the reloaded scene starts over");
+    assert!(
+        app.world()
+            .resource::<contactlab::viewer::SceneSource>()
+            .error
+            .is_none()
+    );
+
+    // With "keep panel parameters", the panel's μ survives the reload.
+    app.world_mut()
+        .resource_mut::<contactlab::viewer::SceneSource>()
+        .keep_parameters = true;
+    app.world_mut().resource_mut::<Sim>().params.mu = 1.5;
+    edit(&path, "duration: 1.0,", "duration: 2.0,");
+    ticks(&mut app, 1);
+    assert_eq!(sim(&app).params.mu, 1.5, "panel μ kept");
+    assert_eq!(sim(&app).params.duration, 1.0, "panel parameters win");
+    let _ = std::fs::remove_dir_all(path.parent().expect("temp dir"));
+}
+
+#[test]
+fn a_broken_edit_keeps_the_last_good_scene_running() {
+    let (mut app, path) = watched_app("incline.ron");
+    ticks(&mut app, 10);
+    let name = sim(&app).scene.name.clone();
+    edit(&path, "Scene(", "Scene(\n    bogus_field: 3,");
+    ticks(&mut app, 1);
+    let error = app
+        .world()
+        .resource::<contactlab::viewer::SceneSource>()
+        .error
+        .clone()
+        .expect("the parse error is kept for the panel");
+    assert!(
+        error.contains("incline.ron:") && error.contains("bogus_field"),
+        "error names file, line and field: {error}"
+    );
+    let before = sim(&app).steps;
+    ticks(&mut app, 5);
+    assert_eq!(sim(&app).scene.name, name, "the old scene is still loaded");
+    assert_eq!(sim(&app).steps, before + 5, "and still running");
+    // Fixing the file loads it and clears the error.
+    edit(&path, "Scene(\n    bogus_field: 3,", "Scene(");
+    ticks(&mut app, 1);
+    assert!(
+        app.world()
+            .resource::<contactlab::viewer::SceneSource>()
+            .error
+            .is_none()
+    );
+    assert!(sim(&app).steps <= 1);
+    let _ = std::fs::remove_dir_all(path.parent().expect("temp dir"));
+}

@@ -7,11 +7,13 @@
 //! - [`overlay`]: contact points, normals, friction arrows and pyramids.
 //! - [`camera`]: orthographic (planar) and orbit (spatial) cameras.
 //! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
+//! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
 
 pub mod camera;
 pub mod overlay;
 pub mod panel;
+pub mod reload;
 pub mod screenshot;
 pub mod sim;
 pub mod visuals;
@@ -41,6 +43,25 @@ pub struct SceneSource {
     pub overrides: Overrides,
     /// The last load error, shown in the panel.
     pub error: Option<String>,
+    /// Reload the file when it changes on disk.
+    pub watch: bool,
+    /// A reload of the same file keeps the panel's parameters instead of the
+    /// file's own.
+    pub keep_parameters: bool,
+}
+
+impl SceneSource {
+    /// A scene file opened with the command line's overrides, watched, with
+    /// the file's parameters winning on reload.
+    pub fn new(path: PathBuf, overrides: Overrides) -> Self {
+        Self {
+            path,
+            overrides,
+            error: None,
+            watch: true,
+            keep_parameters: false,
+        }
+    }
 }
 
 /// Loads a scene file and applies the overrides.
@@ -71,6 +92,7 @@ impl Plugin for ViewerPlugin {
             overlay::OverlayPlugin,
             camera::CameraPlugin,
             panel::PanelPlugin,
+            reload::ReloadPlugin,
         ));
     }
 }
@@ -97,11 +119,7 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
                 ..default()
             }),
     )
-    .insert_resource(SceneSource {
-        path,
-        overrides: args.overrides.clone(),
-        error: None,
-    })
+    .insert_resource(SceneSource::new(path, args.overrides.clone()))
     .add_plugins(SimPlugin::new(simulation))
     .add_plugins(ViewerPlugin);
     let failure = screenshot::Failure::default();

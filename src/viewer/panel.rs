@@ -1,9 +1,10 @@
 //! The egui side panel (parameters, playback, scene picker, overlays, plots,
 //! status, help) and the keyboard shortcuts.
 
+use super::SceneSource;
 use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK};
+use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
-use super::{SceneSource, load_simulation};
 use crate::lcp::LcpStatus;
 use crate::model::{LinearSystem, Model, State};
 use crate::params::StepperKind;
@@ -33,19 +34,14 @@ impl Default for PanelLayout {
     }
 }
 
-/// A scene file to load at the next frame (reload, scene picker).
-#[derive(Resource, Debug, Clone, Default)]
-pub struct PendingLoad(pub Option<PathBuf>);
-
 /// The panel, its plots and the keyboard.
 pub struct PanelPlugin;
 
 impl Plugin for PanelPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<PanelLayout>()
-            .init_resource::<PendingLoad>()
             .add_systems(EguiPrimaryContextPass, panel_ui)
-            .add_systems(Update, (keyboard_shortcuts, load_pending).chain());
+            .add_systems(Update, keyboard_shortcuts);
     }
 }
 
@@ -80,35 +76,6 @@ fn toggle_pause(control: &mut SimControl) {
     if !control.paused {
         // Resuming retries the failed step; its report will say again if it fails.
         control.halt = None;
-    }
-}
-
-/// Loads the requested scene file, keeping the old one on error.
-fn load_pending(world: &mut World) {
-    let Some(path) = world.resource_mut::<PendingLoad>().0.take() else {
-        return;
-    };
-    let overrides = world.resource::<SceneSource>().overrides.clone();
-    // The command line's overrides apply when they fit the scene (e.g. --edges
-    // does not fit a planar one); otherwise the file's own parameters.
-    let loaded = load_simulation(&path, &overrides)
-        .or_else(|first| load_simulation(&path, &Default::default()).map_err(|_| first));
-    match loaded {
-        Ok(simulation) => {
-            let title = format!("contactlab — {}", simulation.scene.name);
-            sim::install(world, simulation);
-            let mut source = world.resource_mut::<SceneSource>();
-            source.path = path;
-            source.error = None;
-            let mut windows =
-                world.query_filtered::<&mut Window, With<bevy::window::PrimaryWindow>>();
-            if let Ok(mut window) = windows.single_mut(world) {
-                window.title = title;
-            }
-        }
-        Err(message) => {
-            world.resource_mut::<SceneSource>().error = Some(message);
-        }
     }
 }
 
@@ -165,7 +132,7 @@ fn panel_ui(
     mut history: ResMut<History>,
     mut overlay: ResMut<OverlayOptions>,
     mut layout: ResMut<PanelLayout>,
-    source: Res<SceneSource>,
+    mut source: ResMut<SceneSource>,
     mut pending: ResMut<PendingLoad>,
     mut list: Local<SceneList>,
 ) {
@@ -238,7 +205,7 @@ fn panel_ui(
                         &source,
                         &mut pending,
                     );
-                    scene_picker(ui, &source, &list.files, &mut pending);
+                    scene_picker(ui, &mut source, &list.files, &mut pending);
                     if let Model::Linear(system) = sim.model() {
                         coordinates(ui, system, &sim.state);
                     }
@@ -368,7 +335,7 @@ fn playback(
 
 fn scene_picker(
     ui: &mut egui::Ui,
-    source: &SceneSource,
+    source: &mut SceneSource,
     files: &[PathBuf],
     pending: &mut PendingLoad,
 ) {
@@ -387,8 +354,19 @@ fn scene_picker(
                 }
             });
     });
+    ui.horizontal(|ui| {
+        ui.checkbox(&mut source.watch, "reload on save")
+            .on_hover_text("Reload the scene when its file changes on disk");
+        ui.checkbox(&mut source.keep_parameters, "keep panel parameters")
+            .on_hover_text(
+                "On reload keep μ, h, k, … as set here instead of the file's own values",
+            );
+    });
     if let Some(error) = &source.error {
-        ui.colored_label(RED, error);
+        ui.colored_label(
+            RED,
+            format!("not loaded (the last good scene keeps running):\n{error}"),
+        );
     }
 }
 

@@ -1,0 +1,86 @@
+//! Real-window smoke test: the viewer opens a window on the rod scene, renders
+//! (Mesa's software Vulkan under Xvfb in CI), takes a screenshot after a number
+//! of frames and exits. The PNG must be the window's size and show the scene's
+//! colours: the rod, the table and the panel.
+#![cfg(feature = "viewer")]
+
+use std::path::Path;
+use std::process::Command;
+
+/// The window size the viewer asks for.
+const WINDOW: (u32, u32) = (1280, 800);
+
+fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let file = std::fs::File::open(path).expect("screenshot written");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("buffer size")];
+    let info = reader.next_frame(&mut buf).expect("PNG frame");
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "colour PNG, found {:?}", info.color_type);
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let pixels = buf[..info.buffer_size()]
+        .chunks_exact(channels)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
+    (info.width, info.height, pixels)
+}
+
+/// Share of pixels within `tol` (per channel) of `rgb`.
+fn share(pixels: &[[u8; 3]], rgb: [u8; 3], tol: u8) -> f64 {
+    let near = pixels
+        .iter()
+        .filter(|p| (0..3).all(|c| p[c].abs_diff(rgb[c]) <= tol))
+        .count();
+    near as f64 / pixels.len() as f64
+}
+
+#[test]
+fn the_viewer_renders_the_rod_scene_in_a_real_window() {
+    let out = std::env::temp_dir().join(format!("contactlab-window-{}.png", std::process::id()));
+    let binary = env!("CARGO_BIN_EXE_contactlab");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/rod.ron");
+    let args = [
+        scene.to_string_lossy().into_owned(),
+        "--screenshot".to_owned(),
+        out.to_string_lossy().into_owned(),
+        "--frames".to_owned(),
+        "20".to_owned(),
+    ];
+    // CI runs the tests under xvfb-run; run from a bare terminal, start one.
+    let mut command = if std::env::var_os("DISPLAY").is_some() {
+        Command::new(binary)
+    } else {
+        let mut c = Command::new("xvfb-run");
+        c.args(["-a", "-s", "-screen 0 1280x800x24", binary]);
+        c
+    };
+    let output = command
+        .args(&args)
+        .output()
+        .expect("the viewer (or xvfb-run, when DISPLAY is unset) starts");
+    assert!(
+        output.status.success(),
+        "viewer exited with {}:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (width, height, pixels) = decode(&out);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!((width, height), WINDOW, "the window's size");
+
+    let panel = share(&pixels, [27, 27, 27], 2);
+    assert!(panel > 0.05, "egui panel covers {:.4}", panel);
+    // Not blank: many distinct colours, and the scene's own.
+    let mut distinct: Vec<[u8; 3]> = pixels.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() > 200, "{} distinct colours", distinct.len());
+    let rod = share(&pixels, [112, 164, 228], 20);
+    let table = share(&pixels, [96, 99, 106], 10);
+    let background = share(&pixels, [27, 29, 34], 5);
+    assert!(rod > 0.005, "rod colour covers {:.4} of the window", rod);
+    assert!(table > 0.02, "table colour covers {:.4}", table);
+    assert!(background > 0.1, "background covers {:.4}", background);
+}
