@@ -131,6 +131,7 @@ fn panel_ui(
     mut previous: ResMut<PreviousState>,
     mut history: ResMut<History>,
     mut overlay: ResMut<OverlayOptions>,
+    mut backdrop: ResMut<super::visuals::Backdrop>,
     mut layout: ResMut<PanelLayout>,
     mut source: ResMut<SceneSource>,
     mut pending: ResMut<PendingLoad>,
@@ -213,6 +214,14 @@ fn panel_ui(
                     parameters(ui, &mut sim);
                     ui.separator();
                     overlays(ui, &mut overlay);
+                    let mut light = backdrop.light;
+                    if ui
+                        .checkbox(&mut light, "light background")
+                        .on_hover_text("For slides and print; bodies keep their colours")
+                        .changed()
+                    {
+                        backdrop.light = light;
+                    }
                     ui.separator();
                     plots(ui, &history);
                     ui.separator();

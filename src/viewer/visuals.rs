@@ -12,6 +12,42 @@ use bevy::prelude::*;
 /// Background colour of the 3D view.
 pub const BACKGROUND: Color = Color::srgb(0.105, 0.115, 0.135);
 
+/// Light background, for slides and print.
+pub const LIGHT_BACKGROUND: Color = Color::srgb(0.93, 0.94, 0.95);
+
+/// Which background the 3D view has; the panel's "light background" toggle.
+#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backdrop {
+    /// Light instead of dark.
+    pub light: bool,
+}
+
+impl Backdrop {
+    /// The clear colour.
+    pub fn color(self) -> Color {
+        if self.light {
+            LIGHT_BACKGROUND
+        } else {
+            BACKGROUND
+        }
+    }
+
+    /// Grid lines on the surfaces, and the faint grid behind planar scenes.
+    fn grid_lines(self) -> (LinearRgba, LinearRgba) {
+        if self.light {
+            (
+                LinearRgba::new(0.05, 0.06, 0.09, 0.35),
+                LinearRgba::new(0.1, 0.12, 0.16, 0.12),
+            )
+        } else {
+            (
+                LinearRgba::new(0.7, 0.74, 0.82, 0.22),
+                LinearRgba::new(0.3, 0.33, 0.4, 0.05),
+            )
+        }
+    }
+}
+
 /// Body colours that read on dark and light backgrounds (mid luminance,
 /// moderate saturation), used when the scene file gives none. They keep clear
 /// of the contact-state colours (green, orange, grey).
@@ -32,6 +68,7 @@ pub struct VisualsPlugin;
 impl Plugin for VisualsPlugin {
     fn build(&self, app: &mut App) {
         app.insert_resource(ClearColor(BACKGROUND))
+            .init_resource::<Backdrop>()
             .insert_resource(GlobalAmbientLight {
                 color: Color::WHITE,
                 brightness: 450.0,
@@ -40,7 +77,12 @@ impl Plugin for VisualsPlugin {
             .add_systems(Startup, spawn_light)
             .add_systems(
                 Update,
-                (attach_body_meshes, attach_surface_meshes, draw_grids),
+                (
+                    attach_body_meshes,
+                    attach_surface_meshes,
+                    draw_grids,
+                    apply_backdrop,
+                ),
             );
     }
 }
@@ -60,6 +102,12 @@ pub fn body_color(sim: &Sim, i: usize) -> Color {
 /// Thickness of planar bodies along z, m.
 pub fn planar_depth(sim: &Sim) -> f32 {
     (sim.model().length_scale() * 0.12).clamp(0.002, 1.0) as f32
+}
+
+fn apply_backdrop(backdrop: Res<Backdrop>, mut clear: ResMut<ClearColor>) {
+    if backdrop.is_changed() {
+        clear.0 = backdrop.color();
+    }
 }
 
 fn spawn_light(mut commands: Commands) {
@@ -269,12 +317,13 @@ pub fn nice_spacing(approx: f32) -> f32 {
 fn draw_grids(
     mut gizmos: Gizmos,
     sim: Res<Sim>,
+    backdrop: Res<Backdrop>,
     surfaces: Query<(&SurfaceVisual, &GlobalTransform)>,
 ) {
     let Some(system) = rigid(&sim) else {
         return;
     };
-    let line = LinearRgba::new(0.7, 0.74, 0.82, 0.22);
+    let (line, faint) = backdrop.grid_lines();
     for (surface, global) in &surfaces {
         let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
             continue;
@@ -328,7 +377,7 @@ fn draw_grids(
             Isometry3d::from_translation(centre),
             UVec2::splat(cells),
             Vec2::splat(spacing),
-            LinearRgba::new(0.3, 0.33, 0.4, 0.05),
+            faint,
         );
     }
 }
