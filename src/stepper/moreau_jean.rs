@@ -5,13 +5,13 @@
 //! 1. the midpoint q^M = q^A + (h/2) u^A (step 2);
 //! 2. M and h evaluated at q^M (the force with u^A, at t^M; step 3a), and the
 //!    index set 𝓗 = {i | g_Ni(q^M) ≤ 0} (step 3b);
-//! 3. u^E from the velocity-level inclusion (17): M(u^E − u^A) − hΔt = Σ(w_N Λ_N
-//!    + w_T Λ_T), ξ_N = γ_N^E + ε_N γ_N^A, ξ_T = γ_T^E + ε_T γ_T^A, −Λ_N ∈
-//!    Upr(ξ_N), −Λ_T ∈ μΛ_N Sgn(ξ_T) (12) — in the plane the LCP (33) arranged
-//!    as (27) ([`super::glocker_studer`]); in space the same impact law on the
-//!    k-edge friction pyramid, i.e. the Stewart–Trinkle LCP (29) on velocity
-//!    level with the restitution terms ε_N γ_N^A and ε_T D̃ᵀu^A in its
-//!    right-hand side;
+//! 3. u^E from the velocity-level inclusion (17): M(u^E − u^A) − hΔt =
+//!    Σ(w_N Λ_N + w_T Λ_T), ξ_N = γ_N^E + ε_N γ_N^A, ξ_T = γ_T^E + ε_T γ_T^A,
+//!    −Λ_N ∈ Upr(ξ_N), −Λ_T ∈ μΛ_N Sgn(ξ_T) (12). In the plane this is the LCP
+//!    (33) arranged as (27) ([`super::glocker_studer`]); in space the same
+//!    impact law on the k-edge friction pyramid, i.e. the Stewart–Trinkle LCP
+//!    (29) on velocity level with the restitution terms ε_N γ_N^A and
+//!    ε_T D̃ᵀu^A in its right-hand side;
 //! 4. q^E = q^M + (h/2) u^E (step 5).
 //!
 //! With h = 0 the same problem is the pure impact map (§6, last paragraph):
