@@ -37,6 +37,8 @@ struct Woodpecker {
     beak_impacts: Vec<f64>,
     /// Range of φ_S, rad.
     angle_range: (f64, f64),
+    /// Steps whose LCP (33) Lemke did not solve (falling back to (29)).
+    fallbacks: usize,
 }
 
 fn woodpecker(h: f64, duration: f64) -> Woodpecker {
@@ -48,6 +50,7 @@ fn woodpecker(h: f64, duration: f64) -> Woodpecker {
         heights: Vec::new(),
         beak_impacts: Vec::new(),
         angle_range: (f64::INFINITY, f64::NEG_INFINITY),
+        fallbacks: 0,
     };
     let mut beak_before = false;
     let mut previous = sim.state.clone();
@@ -56,6 +59,7 @@ fn woodpecker(h: f64, duration: f64) -> Woodpecker {
             .contacts
             .iter()
             .any(|c| c.id.a == 0 && c.normal_impulse > 0.0);
+        out.fallbacks += usize::from(report.solves > 1);
         let (phi_s, before) = (sim.state.q[2], previous.q[2]);
         if report.t > 0.1 {
             if beak && !beak_before {
@@ -112,6 +116,7 @@ fn check_woodpecker(h: f64, descent_tolerance: f64) {
     }
     let (lo, hi) = w.angle_range;
     assert!(lo >= -0.6 && hi <= 0.15, "phi_S in [{lo}, {hi}]");
+    assert_eq!(w.fallbacks, 0, "Lemke solves (33) at every step");
 }
 
 #[test]
@@ -301,12 +306,11 @@ fn bouncing_ball_impact_times_and_rest_follow_the_closed_form() {
 
 /// A ball touching the table (gap 0) with velocity `v`, under `stepper`.
 fn ball_on_table(dimension: &str, v: [f64; 3], stepper: StepperKind) -> Simulation {
-    let (z, up) = if dimension == "Planar" {
-        ("0.0", "(0.0, 0.1, 0.0)")
+    let up = if dimension == "Planar" {
+        "(0.0, 0.1, 0.0)"
     } else {
-        ("0.1", "(0.0, 0.0, 0.1)")
+        "(0.0, 0.0, 0.1)"
     };
-    let _ = z;
     let (gravity, normal) = if dimension == "Planar" {
         ("(0.0, -9.81, 0.0)", "(0.0, 1.0, 0.0)")
     } else {
@@ -362,10 +366,9 @@ fn inelastic_moreau_jean_and_stewart_trinkle_agree_on_a_ball_hitting_the_table()
 #[test]
 fn impact_map_reverses_the_normal_velocity_by_e_and_slides_with_mu() {
     // A disk (J = m r²/2) hits at (1, −2) m/s with e = 0.5, μ = 0.3: Λ_N =
-    // m (1 + e) 2 = 3 N·s; sliding persists since the tangential impulse
-    // needed to stop it, m (1)/(1 + m r²/J) = 1/3, exceeds μΛ_N = 0.9? No —
-    // 1/3 < 0.9, so the contact point sticks: v_x' = v_x − Λ_T/m with
-    // Λ_T = 1/3, ω' = −Λ_T r / J.
+    // m (1 + e) 2 = 3 N·s. Stopping the contact point's slip takes Λ_T =
+    // 1 / (1/m + r²/J) = 1/3 N·s < μΛ_N = 0.9 N·s, so it sticks: v_x' = v_x −
+    // Λ_T/m, ω' = −Λ_T r/J.
     let sim = ball_on_table("Planar", [1.0, -2.0, 0.0], StepperKind::MoreauJean);
     let mut params = sim.params.clone();
     params.restitution = 0.5;
@@ -488,6 +491,13 @@ fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution
     let mut biggest_drop: f64 = 0.0;
     let mut drop_at = 0.0;
     run(&mut sim, 0.5, |sim, report| {
+        // Lemke solved (33) itself: no fallback to the pyramid form (29).
+        assert!(
+            report.solves <= 1,
+            "t = {}: {} solves",
+            report.t,
+            report.solves
+        );
         let now = sliding(sim);
         if before - now > biggest_drop {
             biggest_drop = before - now;
