@@ -494,3 +494,81 @@ fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
     let scale = model.length_scale();
     0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene;
+    use std::path::Path;
+
+    /// The LCP (33) and the pyramid form (29) pose the same law: along the
+    /// woodpecker's first 0.3 s (impacts, jamming, sliding, sticking) both give
+    /// the same u^E and impulses at every step, and Lemke solves (33) itself.
+    #[test]
+    fn planar_lcp_33_and_pyramid_form_29_agree() {
+        let scene = scene::load(Path::new("scenes/woodpecker.ron")).expect("scene");
+        let model = &scene.model;
+        let params = &scene.params;
+        let h = params.dt;
+        let mut state = scene.initial.clone();
+        let mut stepper = MoreauJean::default();
+        let mut other = MoreauJean::default();
+        let (mut slides, mut sticks) = (0, 0);
+        for _ in 0..3000 {
+            let mut timings = StepTimings::default();
+            let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+            let t_mid = state.t + 0.5 * h;
+            let planar = stepper.solve(model, params, &q_mid, &state.v, t_mid, h, &mut timings);
+            assert_eq!(planar.status, LcpStatus::Solved);
+            assert!(planar.solves <= 1, "(33) solved by Lemke");
+            if !planar.contacts.is_empty() {
+                let restitution: Vec<(f64, f64)> = planar
+                    .contacts
+                    .iter()
+                    .map(|c| model.restitution(&c.id, params))
+                    .collect();
+                let ids: Vec<ContactId> = planar.contacts.iter().map(|c| c.id).collect();
+                let force = model.forces(&q_mid, &state.v, t_mid, params);
+                let free = &state.v + model.mass_inverse() * force * h;
+                let pyramid = other.solve_pyramid(
+                    model,
+                    params,
+                    &planar.contacts,
+                    &restitution,
+                    &free,
+                    &state.v,
+                    &ids,
+                    &mut timings,
+                );
+                assert_eq!(pyramid.status, LcpStatus::Solved);
+                let scale = state.v.amax().max(1.0);
+                let difference = (&planar.velocity - &pyramid.velocity).amax();
+                assert!(
+                    difference < 1e-9 * scale,
+                    "t = {}: (33) {} vs (29) {}",
+                    state.t,
+                    planar.velocity,
+                    pyramid.velocity
+                );
+                let impulse_scale = planar
+                    .impulses
+                    .iter()
+                    .map(|p| p.normal)
+                    .fold(1e-9, f64::max);
+                for (a, b) in planar.impulses.iter().zip(&pyramid.impulses) {
+                    assert!((a.normal - b.normal).abs() < 1e-7 * impulse_scale);
+                    assert!((a.tangential - b.tangential).abs() < 1e-7 * impulse_scale);
+                    slides += usize::from(a.pressed && a.sliding);
+                    sticks += usize::from(a.pressed && !a.sliding);
+                }
+            }
+            state.q = model.integrate(&q_mid, &planar.velocity, 0.5 * h);
+            state.v = planar.velocity;
+            state.t += h;
+        }
+        assert!(
+            slides > 0 && sticks > 0,
+            "{slides} sliding, {sticks} sticking"
+        );
+    }
+}
