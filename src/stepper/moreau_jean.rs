@@ -1,5 +1,8 @@
 //! Moreau's midpoint rule with Newton's impact law (Glocker & Studer 2005 §5,
-//! after Moreau 1988): the Moreau–Jean time-stepping scheme.
+//! after Moreau 1988): the Moreau–Jean time-stepping scheme. Moreau 1998 §5.4
+//! states the same step for the inelastic law: midtime t_m, midposition q_m,
+//! the contacts active at q_m, the implicit velocity inclusion (19), i.e.
+//! u_f = prox(W_m, u_i + hF_m) (20), and q_f = q_m + (h/2) u_f.
 //!
 //! One step from (q^A, u^A) over Δt = h:
 //! 1. the midpoint q^M = q^A + (h/2) u^A (step 2);
@@ -17,10 +20,9 @@
 //! With h = 0 the same problem is the pure impact map (§6, last paragraph):
 //! [`impact`] gives post-impact velocities.
 //!
-//! The scheme never looks at gaps beyond their sign at q^M, so it lets bodies
-//! overlap by up to about h·|γ_N| during an impact and does not pull them back
-//! (Moreau 1998: the price of a velocity-level scheme); the contact stays in 𝓗
-//! and is held on velocity level while it overlaps.
+//! The scheme uses a gap only through its sign at q^M, so bodies overlap by up
+//! to about h·|γ_N| during an impact and are not pushed back: while a contact
+//! overlaps it stays in 𝓗 and is held on velocity level only.
 
 use super::assembly::Impulses;
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
