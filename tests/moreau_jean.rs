@@ -623,3 +623,32 @@ fn a_drawing_with_an_unknown_coordinate_is_rejected() {
         "{e}"
     );
 }
+
+#[test]
+fn restitution_comes_from_the_contact_its_materials_or_the_scene() {
+    // A ball hitting the table at 2 m/s bounces back at ε_N · 2 m/s, where ε_N
+    // is the smaller of the two materials' values, else the one that is set,
+    // else params.restitution (0.9).
+    for (ball, table, expected) in [
+        ("", "", 0.9),
+        ("restitution: 0.8,", "", 0.8),
+        ("", "restitution: 0.3,", 0.3),
+        ("restitution: 0.8,", "restitution: 0.5,", 0.5),
+        ("restitution: 0.2,", "restitution: 0.5,", 0.2),
+    ] {
+        let text = format!(
+            r#"Scene(name: "ball", params: (restitution: 0.9, stepper: r#moreau-jean),
+            system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+                bodies: [(name: "ball", shape: Sphere(radius: 0.1), mass: 1.0, {ball}
+                          position: (0.0, 0.1, 0.0), velocity: (0.0, -2.0, 0.0))],
+                surfaces: [(name: "table", normal: (0.0, 1.0, 0.0), {table})])))"#
+        );
+        let scene = scene::parse(&text, Path::new("ball.ron")).unwrap_or_else(|e| panic!("{e}"));
+        let impact = stepper::impact(&scene.model, &scene.params, &scene.initial).expect("solved");
+        let bounce = impact.velocity[1];
+        assert!(
+            (bounce - 2.0 * expected).abs() < 1e-12,
+            "{ball} {table}: bounces at {bounce}"
+        );
+    }
+}
