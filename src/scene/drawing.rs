@@ -14,6 +14,7 @@
 //!  shapes: [Polygon(points: [(0.0031, -0.0058), (0.0045, -0.0058), (0.0045, 0.0058), (0.0031, 0.0058)])])
 //! ```
 
+use crate::model::{Dimension, Model};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -121,6 +122,24 @@ impl Part {
         let (x, y, a) = self.pose(q);
         let (s, c) = a.sin_cos();
         [x + c * p[0] - s * p[1], y + s * p[0] + c * p[1]]
+    }
+}
+
+/// The names of q's entries, as in the CSV: a linear system's coordinates;
+/// `B.x`, `B.y`, `B.theta` per planar body; `B.x`, …, `B.qz` per spatial body.
+pub fn coordinate_names(model: &Model) -> Vec<String> {
+    match model {
+        Model::Linear(s) => s.coordinates.clone(),
+        Model::Rigid(s) => {
+            let fields: &[&str] = match s.dimension {
+                Dimension::Planar => &["x", "y", "theta"],
+                Dimension::Spatial => &["x", "y", "z", "qw", "qx", "qy", "qz"],
+            };
+            s.bodies
+                .iter()
+                .flat_map(|b| fields.iter().map(move |f| format!("{}.{f}", b.name)))
+                .collect()
+        }
     }
 }
 

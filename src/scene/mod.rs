@@ -158,7 +158,7 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
         SystemSpec::Linear(spec) => build_linear(spec, &check)?,
     };
-    let names = coordinate_names(&model);
+    let names = drawing::coordinate_names(&model);
     let mut parts = Vec::new();
     for (i, part) in file.drawing.iter().enumerate() {
         let quoted = format!("\"{}\"", part.name);
@@ -186,24 +186,6 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         camera: file.camera.clone(),
         file,
     })
-}
-
-/// The names of q's entries, as in the CSV: a linear system's coordinates;
-/// `B.x`, `B.y`, `B.theta` per planar body; `B.x`, …, `B.qz` per spatial body.
-pub fn coordinate_names(model: &Model) -> Vec<String> {
-    match model {
-        Model::Linear(s) => s.coordinates.clone(),
-        Model::Rigid(s) => {
-            let fields: &[&str] = match s.dimension {
-                Dimension::Planar => &["x", "y", "theta"],
-                Dimension::Spatial => &["x", "y", "z", "qw", "qx", "qy", "qz"],
-            };
-            s.bodies
-                .iter()
-                .flat_map(|b| fields.iter().map(move |f| format!("{}.{f}", b.name)))
-                .collect()
-        }
-    }
 }
 
 /// Checks that optional restitution coefficients lie in [0, 1].
