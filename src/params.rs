@@ -12,23 +12,28 @@ pub enum StepperKind {
     #[default]
     #[serde(rename = "stewart-trinkle")]
     StewartTrinkle,
+    /// Moreau's midpoint rule with Newton's impact law per contact
+    /// (Glocker & Studer 2005 §5–6): velocity-level LCP (33), elastic impacts.
+    #[serde(rename = "moreau-jean")]
+    MoreauJean,
 }
 
 impl StepperKind {
     /// Every stepper implemented so far.
-    pub const ALL: [StepperKind; 1] = [StepperKind::StewartTrinkle];
+    pub const ALL: [StepperKind; 2] = [StepperKind::StewartTrinkle, StepperKind::MoreauJean];
 
     /// The name used on the command line and in scene files.
     pub fn name(self) -> &'static str {
         match self {
             Self::StewartTrinkle => "stewart-trinkle",
+            Self::MoreauJean => "moreau-jean",
         }
     }
 
     /// Whether the scheme uses a restitution coefficient (Stewart–Trinkle is
-    /// inelastic by construction).
+    /// inelastic by construction; Moreau–Jean applies Newton's impact law).
     pub fn uses_restitution(self) -> bool {
-        false
+        matches!(self, Self::MoreauJean)
     }
 }
 
@@ -62,7 +67,10 @@ pub struct Params {
     /// Coulomb friction coefficient μ of every contact (scene-wide: one value for
     /// all contacts, so the panel's slider means one thing).
     pub mu: f64,
-    /// Newton restitution coefficient e (only for steppers with an impact law).
+    /// Newton restitution coefficient e (only for steppers with an impact law):
+    /// the normal restitution ε_N of every contact whose scene file (contact,
+    /// body or surface) does not set its own. Tangential restitution ε_T is 0
+    /// unless the scene sets it.
     pub restitution: f64,
     /// Damping coefficient of the scene's dampers, N·s/m.
     pub damping: f64,

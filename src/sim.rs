@@ -5,7 +5,7 @@ use crate::lcp::LcpStatus;
 use crate::model::{Model, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::{Scene, validate_params};
-use crate::stepper::{StepReport, StewartTrinkle};
+use crate::stepper::{MoreauJean, StepReport, StewartTrinkle};
 use thiserror::Error;
 
 /// Why a step was not taken.
@@ -35,6 +35,7 @@ pub struct Simulation {
     /// The report of the last step.
     pub last: Option<StepReport>,
     stewart_trinkle: StewartTrinkle,
+    moreau_jean: MoreauJean,
 }
 
 impl Simulation {
@@ -52,6 +53,7 @@ impl Simulation {
             steps: 0,
             last: None,
             stewart_trinkle: StewartTrinkle::default(),
+            moreau_jean: MoreauJean::default(),
             scene,
         }
     }
@@ -64,6 +66,7 @@ impl Simulation {
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
         self.stewart_trinkle.record_lcp = on;
+        self.moreau_jean.record_lcp = on;
     }
 
     /// Checks the live parameters against the model.
@@ -81,6 +84,10 @@ impl Simulation {
                 self.stewart_trinkle
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
+            StepperKind::MoreauJean => {
+                self.moreau_jean
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
         };
         if report.status == LcpStatus::Solved {
             self.steps += 1;
@@ -94,6 +101,7 @@ impl Simulation {
         self.steps = 0;
         self.last = None;
         self.stewart_trinkle.clear();
+        self.moreau_jean.clear();
     }
 
     /// Kinetic and potential energy of the current state, J.

@@ -4,7 +4,7 @@
 //!
 //! The coordinates are named (the CSV gets `C` and `C.dot` per coordinate C).
 
-use super::{Contact, ContactId, Other};
+use super::{Contact, ContactId, ImpactCoefficients, Other};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 
@@ -47,6 +47,9 @@ pub struct LinearSystem {
     pub harmonics: Vec<Harmonic>,
     /// Unilateral contacts.
     pub contacts: Vec<AffineContact>,
+    /// Newton's impact law per contact (parallel to `contacts`; default: the
+    /// scene-wide values).
+    pub impact: Vec<ImpactCoefficients>,
     mass: DMatrix<f64>,
     mass_inverse: DMatrix<f64>,
 }
@@ -64,7 +67,9 @@ impl LinearSystem {
         contacts: Vec<AffineContact>,
     ) -> Option<Self> {
         let mass_inverse = mass.clone().cholesky()?.inverse();
+        let impact = vec![ImpactCoefficients::default(); contacts.len()];
         Some(Self {
+            impact,
             coordinates,
             stiffness,
             damping,
@@ -109,6 +114,11 @@ impl LinearSystem {
     /// ½ qᵀK q − f₀ᵀq, J.
     pub fn potential_energy(&self, q: &DVector<f64>, _params: &Params) -> f64 {
         0.5 * q.dot(&(&self.stiffness * q)) - self.constant_force.dot(q)
+    }
+
+    /// The impact-law coefficients of contact `id` (its index is `id.a`).
+    pub fn impact_coefficients(&self, id: &ContactId) -> ImpactCoefficients {
+        self.impact.get(id.a).copied().unwrap_or_default()
     }
 
     /// The contacts with g ≤ margin; D = [w_T, −w_T].

@@ -77,6 +77,41 @@ pub struct Contact {
     pub frame: Option<ContactFrame>,
 }
 
+/// A contact's or a material's coefficients of Newton's impact law
+/// (Glocker–Studer (11): ξ_N = γ_N⁺ + ε_N γ_N⁻, ξ_T = γ_T⁺ + ε_T γ_T⁻). `None`
+/// takes the scene-wide default: ε_N = `params.restitution`, ε_T = 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ImpactCoefficients {
+    /// Normal restitution ε_N ∈ [0, 1].
+    pub normal: Option<f64>,
+    /// Tangential restitution ε_T ∈ [0, 1].
+    pub tangential: Option<f64>,
+}
+
+impl ImpactCoefficients {
+    /// The coefficients of a contact between two materials: where both set a
+    /// value the smaller one (a contact is never more elastic than either side),
+    /// else the one that is set.
+    pub fn combine(self, other: Self) -> Self {
+        let pick = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        Self {
+            normal: pick(self.normal, other.normal),
+            tangential: pick(self.tangential, other.tangential),
+        }
+    }
+
+    /// (ε_N, ε_T) with the defaults filled in.
+    pub fn resolve(self, params: &Params) -> (f64, f64) {
+        (
+            self.normal.unwrap_or(params.restitution),
+            self.tangential.unwrap_or(0.0),
+        )
+    }
+}
+
 /// A model of either kind.
 #[derive(Debug, Clone)]
 pub enum Model {
@@ -152,6 +187,17 @@ impl Model {
             Self::Linear(s) => s.potential_energy(q, params),
         };
         (kinetic, potential)
+    }
+
+    /// The restitution coefficients (ε_N, ε_T) of a contact (Glocker–Studer
+    /// (11)): the contact's or its materials' own values, else ε_N =
+    /// `params.restitution` and ε_T = 0.
+    pub fn restitution(&self, id: &ContactId, params: &Params) -> (f64, f64) {
+        let coefficients = match self {
+            Self::Rigid(s) => s.impact_coefficients(id),
+            Self::Linear(s) => s.impact_coefficients(id),
+        };
+        coefficients.resolve(params)
     }
 
     /// Whether contacts carry 2 friction directions (plane) or k (space).

@@ -3,7 +3,7 @@
 //! M = diag(m I, J_body) is constant as in Anitescu–Potra §2.3.5), touching each
 //! other and static half-spaces.
 
-use super::{Contact, ContactFrame, ContactId, Other, pyramid_directions};
+use super::{Contact, ContactFrame, ContactId, ImpactCoefficients, Other, pyramid_directions};
 use crate::geometry::{PairContact, Shape, pair};
 use nalgebra::{
     DMatrix, DVector, Isometry2, Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion,
@@ -56,6 +56,10 @@ pub struct RigidSystem {
     pub surfaces: Vec<HalfSpace>,
     /// Gravitational acceleration, m/s² (z ignored in the plane).
     pub gravity: Vector3<f64>,
+    /// Newton's impact law per body material (parallel to `bodies`).
+    pub body_impact: Vec<ImpactCoefficients>,
+    /// Newton's impact law per surface material (parallel to `surfaces`).
+    pub surface_impact: Vec<ImpactCoefficients>,
     mass: DMatrix<f64>,
     mass_inverse: DMatrix<f64>,
 }
@@ -90,6 +94,8 @@ impl RigidSystem {
         }
         let mass_inverse = DMatrix::from_diagonal(&mass.diagonal().map(|m| 1.0 / m));
         Self {
+            body_impact: vec![ImpactCoefficients::default(); bodies.len()],
+            surface_impact: vec![ImpactCoefficients::default(); surfaces.len()],
             dimension,
             bodies,
             surfaces,
@@ -257,6 +263,17 @@ impl RigidSystem {
         (0..self.bodies.len())
             .map(|i| -self.bodies[i].mass * g.dot(&self.position(q, i)))
             .sum()
+    }
+
+    /// The impact-law coefficients of a contact: its two materials combined.
+    pub fn impact_coefficients(&self, id: &ContactId) -> ImpactCoefficients {
+        let first = self.body_impact.get(id.a).copied().unwrap_or_default();
+        let other = match id.b {
+            Other::Body(j) => self.body_impact.get(j).copied(),
+            Other::Surface(s) => self.surface_impact.get(s).copied(),
+            Other::World => None,
+        };
+        first.combine(other.unwrap_or_default())
     }
 
     /// Every potential contact at q with gap ≤ margin.

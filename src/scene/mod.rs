@@ -6,6 +6,7 @@
 //! error names the file, the line and column, and the field. See `scenes/*.ron`
 //! for examples and the README for the format.
 
+pub mod drawing;
 mod locate;
 mod spec;
 
@@ -16,7 +17,8 @@ pub use spec::{
 
 use crate::model::rigid::{default_inertia, position_size, velocity_size};
 use crate::model::{
-    AffineContact, Body, Dimension, HalfSpace, Harmonic, LinearSystem, Model, RigidSystem, State,
+    AffineContact, Body, Dimension, HalfSpace, Harmonic, ImpactCoefficients, LinearSystem, Model,
+    RigidSystem, State,
 };
 use crate::params::Params;
 use locate::locate;
@@ -71,6 +73,8 @@ pub struct Scene {
     pub camera: CameraHint,
     /// The parsed file, for the viewer (surface sizes, drawing hints).
     pub file: SceneFile,
+    /// The `drawing` section with coordinate names resolved (empty when none).
+    pub drawing: Vec<drawing::Part>,
 }
 
 /// Loads and validates a scene file.
@@ -154,7 +158,25 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
         SystemSpec::Linear(spec) => build_linear(spec, &check)?,
     };
+    let names = drawing::coordinate_names(&model);
+    let mut parts = Vec::new();
+    for (i, part) in file.drawing.iter().enumerate() {
+        let quoted = format!("\"{}\"", part.name);
+        let resolved = drawing::resolve(part, &names).map_err(|(field, message)| {
+            check.error(
+                &[
+                    "drawing",
+                    quoted.as_str(),
+                    field.split('.').next().unwrap_or(""),
+                ],
+                format!("drawing[{i}].{field}"),
+                message,
+            )
+        })?;
+        parts.push(resolved);
+    }
     Ok(Scene {
+        drawing: parts,
         name: file.name.clone(),
         description: file.description.clone(),
         path: path.to_owned(),
@@ -164,6 +186,33 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         camera: file.camera.clone(),
         file,
     })
+}
+
+/// Checks that optional restitution coefficients lie in [0, 1].
+fn impact_coefficients(
+    normal: Option<f64>,
+    tangential: Option<f64>,
+    check: &Checker<'_>,
+    anchors: &[&str],
+    field: &str,
+) -> Result<ImpactCoefficients, SceneError> {
+    for (value, name) in [
+        (normal, "restitution"),
+        (tangential, "tangential_restitution"),
+    ] {
+        if let Some(e) = value
+            && !(0.0..=1.0).contains(&e)
+        {
+            let mut at = anchors.to_vec();
+            at.push(name);
+            return Err(check.error(
+                &at,
+                format!("{field}.{name}"),
+                format!("restitution must be in [0, 1], found {e}"),
+            ));
+        }
+    }
+    Ok(ImpactCoefficients { normal, tangential })
 }
 
 /// Checks parameter ranges; on error returns (field, message). Used for scene
@@ -231,6 +280,8 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     let dim = spec.dimension;
     let mut names = HashSet::new();
     let mut bodies = Vec::new();
+    let mut body_impact = Vec::new();
+    let mut surface_impact = Vec::new();
     let (pq, pv) = (position_size(dim), velocity_size(dim));
     let mut q = DVector::zeros(pq * spec.bodies.len());
     let mut v = DVector::zeros(pv * spec.bodies.len());
@@ -333,6 +384,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
                 v.rows_mut(ov + 3, 3).copy_from(&body_w);
             }
         }
+        body_impact.push(impact_coefficients(
+            b.restitution,
+            b.tangential_restitution,
+            check,
+            &["bodies", quoted.as_str()],
+            &format!("bodies[{i}]"),
+        )?);
         bodies.push(Body {
             name: b.name.clone(),
             shape: b.shape,
@@ -365,6 +423,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
             ));
         }
         let normal = normal.normalize();
+        surface_impact.push(impact_coefficients(
+            s.restitution,
+            s.tangential_restitution,
+            check,
+            &["surfaces", quoted.as_str()],
+            &format!("surfaces[{i}]"),
+        )?);
         surfaces.push(HalfSpace {
             name: s.name.clone(),
             normal,
@@ -374,7 +439,9 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     if !spec.gravity.iter().all(|x| x.is_finite()) {
         return Err(check.error(&["gravity"], "gravity", "must be finite"));
     }
-    let system = RigidSystem::new(dim, bodies, surfaces, Vector3::from(spec.gravity));
+    let mut system = RigidSystem::new(dim, bodies, surfaces, Vector3::from(spec.gravity));
+    system.body_impact = body_impact;
+    system.surface_impact = surface_impact;
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
 
@@ -489,6 +556,7 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
         });
     }
     let mut contacts = Vec::new();
+    let mut impact = Vec::new();
     for (i, c) in spec.contacts.iter().enumerate() {
         let quoted = format!("\"{}\"", c.name);
         let w_n = vector(
@@ -508,6 +576,13 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
                 "g0 must be finite and w_n non-zero",
             ));
         }
+        impact.push(impact_coefficients(
+            c.restitution,
+            c.tangential_restitution,
+            check,
+            &["contacts", quoted.as_str()],
+            &format!("contacts[{i}]"),
+        )?);
         contacts.push(AffineContact {
             name: c.name.clone(),
             g0: c.g0,
@@ -515,7 +590,7 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
             w_t,
         });
     }
-    let system = LinearSystem::new(
+    let mut system = LinearSystem::new(
         spec.coordinates.clone(),
         mass,
         stiffness,
@@ -525,5 +600,6 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
         contacts,
     )
     .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
+    system.impact = impact;
     Ok((Model::Linear(system), State { q, v, t: 0.0 }))
 }

@@ -23,6 +23,10 @@ pub struct SceneFile {
     pub camera: CameraHint,
     /// The mechanical system.
     pub system: SystemSpec,
+    /// How to draw coordinates that are not bodies (see [`super::drawing`]);
+    /// omitted: nothing extra.
+    #[serde(default)]
+    pub drawing: Vec<super::drawing::DrawingPart>,
 }
 
 /// Where the viewer's camera should look.
@@ -96,6 +100,14 @@ pub struct BodySpec {
     /// Display colour (sRGB, 0–1); omitted: chosen by the viewer.
     #[serde(default)]
     pub color: Option<[f32; 3]>,
+    /// Normal restitution ε_N of this body's material (Glocker–Studer (11)); omitted:
+    /// `params.restitution`. A contact between two materials
+    /// that both set it takes the smaller value.
+    #[serde(default)]
+    pub restitution: Option<f64>,
+    /// Tangential restitution ε_T of this body's material; omitted: 0.
+    #[serde(default)]
+    pub tangential_restitution: Option<f64>,
 }
 
 /// An orientation.
@@ -129,6 +141,13 @@ pub struct SurfaceSpec {
     /// Half the drawn size of the surface, m (drawing only).
     #[serde(default = "default_extent")]
     pub extent: f64,
+    /// Normal restitution ε_N of this surface's material (Glocker–Studer (11)); omitted:
+    /// `params.restitution`.
+    #[serde(default)]
+    pub restitution: Option<f64>,
+    /// Tangential restitution ε_T of this surface's material; omitted: 0.
+    #[serde(default)]
+    pub tangential_restitution: Option<f64>,
 }
 
 fn default_extent() -> f64 {
@@ -189,4 +208,11 @@ pub struct AffineContactSpec {
     pub w_n: Vec<f64>,
     /// w_T.
     pub w_t: Vec<f64>,
+    /// Normal restitution ε_N of this contact (Glocker–Studer (11)); omitted:
+    /// `params.restitution`.
+    #[serde(default)]
+    pub restitution: Option<f64>,
+    /// Tangential restitution ε_T of this contact; omitted: 0.
+    #[serde(default)]
+    pub tangential_restitution: Option<f64>,
 }

@@ -6,6 +6,8 @@
 //! LCP assembly shared by the steppers lives in [`assembly`].
 
 pub mod assembly;
+pub mod glocker_studer;
+pub mod moreau_jean;
 pub mod stewart_trinkle;
 
 use crate::lcp::{Lcp, LcpStatus};
@@ -13,6 +15,7 @@ use crate::model::{ContactFrame, ContactId};
 use nalgebra::Vector3;
 use std::time::Duration;
 
+pub use moreau_jean::{Impact, ImpactError, MoreauJean, impact};
 pub use stewart_trinkle::StewartTrinkle;
 
 /// What a contact did during a step.

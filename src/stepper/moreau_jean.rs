@@ -1,0 +1,576 @@
+//! Moreau's midpoint rule with Newton's impact law (Glocker & Studer 2005 §5,
+//! after Moreau 1988): the Moreau–Jean time-stepping scheme. Moreau 1998 §5.4
+//! states the same step for the inelastic law: midtime t_m, midposition q_m,
+//! the contacts active at q_m, the implicit velocity inclusion (19), i.e.
+//! u_f = prox(W_m, u_i + hF_m) (20), and q_f = q_m + (h/2) u_f.
+//!
+//! One step from (q^A, u^A) over Δt = h:
+//! 1. the midpoint q^M = q^A + (h/2) u^A (step 2);
+//! 2. M and h evaluated at q^M (the force with u^A, at t^M; step 3a), and the
+//!    index set 𝓗 = {i | g_Ni(q^M) ≤ 0} (step 3b);
+//! 3. u^E from the velocity-level inclusion (17): M(u^E − u^A) − hΔt =
+//!    Σ(w_N Λ_N + w_T Λ_T), ξ_N = γ_N^E + ε_N γ_N^A, ξ_T = γ_T^E + ε_T γ_T^A,
+//!    −Λ_N ∈ Upr(ξ_N), −Λ_T ∈ μΛ_N Sgn(ξ_T) (12). In the plane this is the LCP
+//!    (33) arranged as (27) ([`super::glocker_studer`]); in space the same
+//!    impact law on the k-edge friction pyramid, i.e. the Stewart–Trinkle LCP
+//!    (29) on velocity level with the restitution terms ε_N γ_N^A and
+//!    ε_T D̃ᵀu^A in its right-hand side;
+//! 4. q^E = q^M + (h/2) u^E (step 5).
+//!
+//! With h = 0 the same problem is the pure impact map (§6, last paragraph):
+//! [`impact`] gives post-impact velocities.
+//!
+//! The scheme uses a gap only through its sign at q^M, so bodies overlap by up
+//! to about h·|γ_N| during an impact and are not pushed back: while a contact
+//! overlaps it stays in 𝓗 and is held on velocity level only.
+
+use super::assembly::Impulses;
+use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
+use super::{ContactReport, ContactState, StepReport, StepTimings};
+use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
+use crate::model::{Contact, ContactId, Model, State};
+use crate::params::Params;
+use nalgebra::{DVector, Vector3};
+use std::time::Instant;
+use thiserror::Error;
+
+/// The stepper and what it remembers between steps: the last LCP basis, a warm
+/// start when the same contacts form the index set again.
+#[derive(Debug, Clone, Default)]
+pub struct MoreauJean {
+    warm: Option<(Vec<ContactId>, Vec<usize>)>,
+    /// Keep each step's LCP in the report (for `--dump-lcp`).
+    pub record_lcp: bool,
+}
+
+/// The impulses of one contact of the index set.
+#[derive(Debug, Clone, PartialEq)]
+struct ContactImpulse {
+    normal: f64,
+    /// Along the generalized tangent w_T (plane) or |Σ βᵢ t(θᵢ)| (space).
+    tangential: f64,
+    friction: Vector3<f64>,
+    sliding: bool,
+    /// Carries a normal impulse above round-off.
+    pressed: bool,
+}
+
+/// What the velocity-level problem (17) gave.
+struct Solved {
+    status: LcpStatus,
+    residual: f64,
+    pivots: usize,
+    solves: usize,
+    velocity: DVector<f64>,
+    contacts: Vec<Contact>,
+    impulses: Vec<ContactImpulse>,
+    lcp_size: usize,
+    lcp: Option<Lcp>,
+}
+
+/// The result of the impact map (h = 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Impact {
+    /// Post-impact velocities u⁺.
+    pub velocity: DVector<f64>,
+    /// The impulses of the closed contacts (gap ≤ 0 at q), gaps at q.
+    pub contacts: Vec<ContactReport>,
+}
+
+/// Why the impact map has no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("the impact LCP ended with {status}: {}", status.reason())]
+pub struct ImpactError {
+    /// How Lemke's method ended.
+    pub status: LcpStatus,
+}
+
+/// Newton's impact law alone (Glocker–Studer §6: (33) with Δt = 0): the
+/// post-impact velocities of `state` for the contacts closed at `state.q`
+/// (g ≤ 0), with ε_N, ε_T per contact and μ from `params`.
+pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, ImpactError> {
+    let mut stepper = MoreauJean::default();
+    let mut timings = StepTimings::default();
+    let solved = stepper.solve(
+        model,
+        params,
+        &state.q,
+        &state.v,
+        state.t,
+        0.0,
+        &mut timings,
+    );
+    if solved.status != LcpStatus::Solved {
+        return Err(ImpactError {
+            status: solved.status,
+        });
+    }
+    let contacts = solved
+        .contacts
+        .iter()
+        .zip(&solved.impulses)
+        .map(|(c, p)| report(c, p, c.gap))
+        .collect();
+    Ok(Impact {
+        velocity: solved.velocity,
+        contacts,
+    })
+}
+
+impl MoreauJean {
+    /// Forgets the warm start (after a reset or a scene change).
+    pub fn clear(&mut self) {
+        self.warm = None;
+    }
+
+    /// Advances `state` by one step of `params.dt`. When the LCP is not solved
+    /// the state is left unchanged and the report carries the status.
+    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
+        let start = Instant::now();
+        let mut timings = StepTimings::default();
+        let h = params.dt;
+        // Step 2: the midpoint.
+        let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+        let solved = self.solve(
+            model,
+            params,
+            &q_mid,
+            &state.v,
+            state.t + 0.5 * h,
+            h,
+            &mut timings,
+        );
+        if solved.status != LcpStatus::Solved {
+            self.warm = None;
+            let (kinetic, potential) = model.energy(&state.q, &state.v, params);
+            timings.total = start.elapsed();
+            return StepReport {
+                t: state.t,
+                contacts: Vec::new(),
+                lcp_size: solved.lcp_size,
+                pivots: solved.pivots,
+                solves: solved.solves,
+                status: solved.status,
+                residual: solved.residual,
+                kinetic_energy: kinetic,
+                potential_energy: potential,
+                min_gap: f64::NAN,
+                timings,
+                lcp: solved.lcp,
+            };
+        }
+        // Step 5: q^E = q^M + (h/2) u^E.
+        let q_end = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
+        let clock = Instant::now();
+        let margin = contact_margin(model, &solved.velocity, h);
+        let after = model.contacts(&q_end, params.edges, margin);
+        timings.geometry += clock.elapsed();
+        let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let contacts = solved
+            .contacts
+            .iter()
+            .zip(&solved.impulses)
+            .map(|(c, p)| {
+                let gap = after
+                    .iter()
+                    .find(|a| a.id == c.id)
+                    .map_or(c.gap + 0.5 * h * c.normal.dot(&solved.velocity), |a| a.gap);
+                report(c, p, gap)
+            })
+            .collect();
+        state.q = q_end;
+        state.v = solved.velocity;
+        state.t += h;
+        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
+        timings.total = start.elapsed();
+        StepReport {
+            t: state.t,
+            contacts,
+            lcp_size: solved.lcp_size,
+            pivots: solved.pivots,
+            solves: solved.solves,
+            status: LcpStatus::Solved,
+            residual: solved.residual,
+            kinetic_energy: kinetic,
+            potential_energy: potential,
+            min_gap,
+            timings,
+            lcp: solved.lcp,
+        }
+    }
+
+    /// Steps 3–4: the index set at `q_mid` and u^E from (17) with Δt = `h`
+    /// (h = 0: the impact map).
+    #[allow(clippy::too_many_arguments)]
+    fn solve(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        q_mid: &DVector<f64>,
+        u_start: &DVector<f64>,
+        t_mid: f64,
+        h: f64,
+        timings: &mut StepTimings,
+    ) -> Solved {
+        let minv = model.mass_inverse();
+        // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
+        let free = if h > 0.0 {
+            let force = model.forces(q_mid, u_start, t_mid, params);
+            u_start + minv * force * h
+        } else {
+            u_start.clone()
+        };
+        // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
+        let clock = Instant::now();
+        let contacts: Vec<Contact> = model
+            .contacts(q_mid, params.edges, 0.0)
+            .into_iter()
+            .filter(|c| c.gap <= 0.0)
+            .collect();
+        timings.geometry += clock.elapsed();
+        if contacts.is_empty() {
+            self.warm = None;
+            return Solved {
+                status: LcpStatus::Solved,
+                residual: 0.0,
+                pivots: 0,
+                solves: 0,
+                velocity: free,
+                contacts,
+                impulses: Vec::new(),
+                lcp_size: 0,
+                lcp: None,
+            };
+        }
+        let restitution: Vec<(f64, f64)> = contacts
+            .iter()
+            .map(|c| model.restitution(&c.id, params))
+            .collect();
+        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
+        let mut solves = 0;
+        let mut pivots = 0;
+        // In the plane (and without friction anywhere) the LCP (33); Lemke has no
+        // guarantee for its matrix, so when it fails the same law is posed as
+        // the copositive-plus (29) form, which Lemke always processes.
+        if model.is_planar() || params.mu == 0.0 {
+            let clock = Instant::now();
+            let planar: Vec<PlanarContact> = contacts
+                .iter()
+                .zip(&restitution)
+                .map(|(c, &(eps_n, eps_t))| PlanarContact {
+                    w_n: c.normal.clone(),
+                    w_t: (c.friction.ncols() > 0 && c.friction.column(0).amax() > 0.0)
+                        .then(|| c.friction.column(0).into_owned()),
+                    mu: params.mu,
+                    eps_n,
+                    eps_t,
+                })
+                .collect();
+            let problem = PlanarImpactLcp::new(&planar, minv, &free, u_start);
+            timings.lcp_build += clock.elapsed();
+            let solution = self.lemke(&problem.lcp, &ids, 33, timings);
+            solves += 1;
+            pivots += solution.pivots;
+            if solution.status == LcpStatus::Solved {
+                let impulses = problem.impulses(&solution.z, &solution.w);
+                let velocity = &free + problem.velocity_change(&impulses);
+                let scale = velocity_scale(&free);
+                let impulse_tol = 1e-9 * solution.z.amax();
+                let impulses = contacts
+                    .iter()
+                    .zip(&impulses)
+                    .map(|(c, p)| {
+                        let friction = c
+                            .frame
+                            .as_ref()
+                            .and_then(|f| f.tangents.first())
+                            .map_or_else(Vector3::zeros, |t| t * p.tangential);
+                        ContactImpulse {
+                            normal: p.normal,
+                            tangential: p.tangential,
+                            friction,
+                            sliding: p.slip.abs() > 1e-9 * scale,
+                            pressed: p.normal > impulse_tol,
+                        }
+                    })
+                    .collect();
+                return Solved {
+                    status: LcpStatus::Solved,
+                    residual: solution.residual,
+                    pivots,
+                    solves,
+                    velocity,
+                    contacts,
+                    impulses,
+                    lcp_size: problem.lcp.size(),
+                    lcp: self.record_lcp.then_some(problem.lcp),
+                };
+            }
+        }
+        let mut solved = self.solve_pyramid(
+            model,
+            params,
+            &contacts,
+            &restitution,
+            &free,
+            u_start,
+            &ids,
+            timings,
+        );
+        solved.solves += solves;
+        solved.pivots += pivots;
+        solved
+    }
+
+    /// Newton's impact law on the k-edge friction pyramid: the LCP (29) on
+    /// velocity level, σ = ñᵀu^E + ε_N γ_N^A ≥ 0 and ρ = D̃ᵀu^E + ε_T D̃ᵀu^A + Ẽλ
+    /// ≥ 0 (ξ_N and ξ_T of (11) in place of the relative velocities).
+    #[allow(clippy::too_many_arguments)]
+    fn solve_pyramid(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        contacts: &[Contact],
+        restitution: &[(f64, f64)],
+        free: &DVector<f64>,
+        u_start: &DVector<f64>,
+        ids: &[ContactId],
+        timings: &mut StepTimings,
+    ) -> Solved {
+        let clock = Instant::now();
+        let refs: Vec<&Contact> = contacts.iter().collect();
+        let impulses = Impulses::new(&refs, model.mass_inverse(), model.dof());
+        let layout = impulses.layout;
+        let normal_terms: Vec<f64> = contacts
+            .iter()
+            .zip(restitution)
+            .map(|(c, &(eps_n, _))| eps_n * c.normal.dot(u_start))
+            .collect();
+        let mu = vec![params.mu; contacts.len()];
+        let mut problem = impulses.lcp(&refs, free, &normal_terms, &mu);
+        let mut row = 0;
+        for (c, &(_, eps_t)) in contacts.iter().zip(restitution) {
+            for d in c.friction.column_iter() {
+                problem.q[row] += eps_t * d.dot(u_start);
+                row += 1;
+            }
+        }
+        timings.lcp_build += clock.elapsed();
+        let mut solution = self.lemke(&problem, ids, 29, timings);
+        // Dependent normals (more contacts than a body has freedoms) make the
+        // tableau nearly singular; a compliance of 1e-6 (then 1e-4) of the
+        // largest diagonal entry of JᵀM⁻¹J separates them, as in Stewart–Trinkle.
+        for relative in [1e-6, 1e-4] {
+            if solution.status == LcpStatus::Solved {
+                break;
+            }
+            let blocks = layout.friction + layout.contacts;
+            let regularization = relative * problem.m.diagonal().amax();
+            for i in 0..blocks {
+                problem.m[(i, i)] += regularization;
+            }
+            let earlier = solution.pivots;
+            solution = self.lemke(&problem, ids, 0, timings);
+            solution.pivots += earlier;
+        }
+        let velocity = free + impulses.velocity_change(&solution.z);
+        let scale = velocity_scale(free);
+        let impulse_tol = 1e-9 * solution.z.amax();
+        let mut column = 0;
+        let contact_impulses = contacts
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                let k = c.friction.ncols();
+                let beta = solution.z.rows(column, k);
+                column += k;
+                let friction = c.frame.as_ref().map_or_else(Vector3::zeros, |f| {
+                    f.tangents
+                        .iter()
+                        .zip(beta.iter())
+                        .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
+                });
+                let tangential = if k == 2 {
+                    beta[0] - beta[1]
+                } else {
+                    friction.norm()
+                };
+                let normal = solution.z[layout.normal(j)];
+                ContactImpulse {
+                    normal,
+                    tangential,
+                    friction,
+                    sliding: solution.z[layout.lambda(j)] > 1e-9 * scale,
+                    pressed: normal > impulse_tol,
+                }
+            })
+            .collect();
+        Solved {
+            status: solution.status,
+            residual: solution.residual,
+            pivots: solution.pivots,
+            solves: 1,
+            velocity,
+            contacts: contacts.to_vec(),
+            impulses: contact_impulses,
+            lcp_size: layout.size(),
+            lcp: self.record_lcp.then_some(problem),
+        }
+    }
+
+    /// Lemke on `problem`, warm-started when the same contacts (and the same
+    /// formulation `form`) were solved last; 0 = no warm start.
+    fn lemke(
+        &mut self,
+        problem: &Lcp,
+        ids: &[ContactId],
+        form: usize,
+        timings: &mut StepTimings,
+    ) -> lcp::LcpSolution {
+        let mut key = ids.to_vec();
+        // The formulation is part of the key: a basis of (33) means nothing to (29).
+        key.push(ContactId {
+            a: form,
+            b: crate::model::Other::World,
+            feature: u32::MAX,
+        });
+        let warm_start = self
+            .warm
+            .as_ref()
+            .filter(|(previous, basis)| *previous == key && basis.len() == problem.size())
+            .map(|(_, basis)| basis.clone());
+        let clock = Instant::now();
+        let options = LemkeOptions {
+            warm_start,
+            ..LemkeOptions::default()
+        };
+        let solution = lcp::solve(problem, &options).unwrap_or_else(|_| failed(problem.size()));
+        timings.lemke += clock.elapsed();
+        if solution.status == LcpStatus::Solved && form != 0 {
+            self.warm = Some((key, solution.basis.clone()));
+        }
+        solution
+    }
+}
+
+/// A solution that reports a numerical failure (the assembled LCP had
+/// non-finite entries, e.g. from a diverging state).
+fn failed(n: usize) -> lcp::LcpSolution {
+    lcp::LcpSolution {
+        z: DVector::zeros(n),
+        w: DVector::zeros(n),
+        status: LcpStatus::NumericalFailure,
+        pivots: 0,
+        residual: f64::INFINITY,
+        basis: Vec::new(),
+        warm_started: false,
+    }
+}
+
+fn report(contact: &Contact, impulse: &ContactImpulse, gap: f64) -> ContactReport {
+    let state = if !impulse.pressed {
+        ContactState::Separating
+    } else if impulse.sliding {
+        ContactState::Slip
+    } else {
+        ContactState::Stick
+    };
+    ContactReport {
+        id: contact.id,
+        gap,
+        normal_impulse: impulse.normal,
+        friction_impulse: impulse.friction,
+        tangential_impulse: impulse.tangential,
+        state,
+        frame: contact.frame.clone(),
+    }
+}
+
+fn velocity_scale(v: &DVector<f64>) -> f64 {
+    v.amax().max(1e-3)
+}
+
+/// How far from contact the report looks for the smallest gap: what bodies can
+/// close in two steps, plus a small fraction of the body size.
+fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
+    let scale = model.length_scale();
+    0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene;
+    use std::path::Path;
+
+    /// The LCP (33) and the pyramid form (29) pose the same law: along the
+    /// woodpecker's first 0.3 s (impacts, jamming, sliding, sticking) both give
+    /// the same u^E and impulses at every step, and Lemke solves (33) itself.
+    #[test]
+    fn planar_lcp_33_and_pyramid_form_29_agree() {
+        let scene = scene::load(Path::new("scenes/woodpecker.ron")).expect("scene");
+        let model = &scene.model;
+        let params = &scene.params;
+        let h = params.dt;
+        let mut state = scene.initial.clone();
+        let mut stepper = MoreauJean::default();
+        let mut other = MoreauJean::default();
+        let (mut slides, mut sticks) = (0, 0);
+        for _ in 0..3000 {
+            let mut timings = StepTimings::default();
+            let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+            let t_mid = state.t + 0.5 * h;
+            let planar = stepper.solve(model, params, &q_mid, &state.v, t_mid, h, &mut timings);
+            assert_eq!(planar.status, LcpStatus::Solved);
+            assert!(planar.solves <= 1, "(33) solved by Lemke");
+            if !planar.contacts.is_empty() {
+                let restitution: Vec<(f64, f64)> = planar
+                    .contacts
+                    .iter()
+                    .map(|c| model.restitution(&c.id, params))
+                    .collect();
+                let ids: Vec<ContactId> = planar.contacts.iter().map(|c| c.id).collect();
+                let force = model.forces(&q_mid, &state.v, t_mid, params);
+                let free = &state.v + model.mass_inverse() * force * h;
+                let pyramid = other.solve_pyramid(
+                    model,
+                    params,
+                    &planar.contacts,
+                    &restitution,
+                    &free,
+                    &state.v,
+                    &ids,
+                    &mut timings,
+                );
+                assert_eq!(pyramid.status, LcpStatus::Solved);
+                let scale = state.v.amax().max(1.0);
+                let difference = (&planar.velocity - &pyramid.velocity).amax();
+                assert!(
+                    difference < 1e-9 * scale,
+                    "t = {}: (33) {} vs (29) {}",
+                    state.t,
+                    planar.velocity,
+                    pyramid.velocity
+                );
+                let impulse_scale = planar
+                    .impulses
+                    .iter()
+                    .map(|p| p.normal)
+                    .fold(1e-9, f64::max);
+                for (a, b) in planar.impulses.iter().zip(&pyramid.impulses) {
+                    assert!((a.normal - b.normal).abs() < 1e-7 * impulse_scale);
+                    assert!((a.tangential - b.tangential).abs() < 1e-7 * impulse_scale);
+                    slides += usize::from(a.pressed && a.sliding);
+                    sticks += usize::from(a.pressed && !a.sliding);
+                }
+            }
+            state.q = model.integrate(&q_mid, &planar.velocity, 0.5 * h);
+            state.v = planar.velocity;
+            state.t += h;
+        }
+        assert!(
+            slides > 0 && sticks > 0,
+            "{slides} sliding, {sticks} sticking"
+        );
+    }
+}
