@@ -4,6 +4,8 @@
 //!   one step per fixed tick, time settings, body entities and their
 //!   interpolated transforms. It runs under `MinimalPlugins` in the tests.
 //! - [`visuals`]: meshes, materials, lights and the surface grids.
+//! - [`drawing`]: a scene's `drawing` section (the woodpecker's pole, sleeve
+//!   and bird), posed from the generalized coordinates.
 //! - [`overlay`]: contact points, normals, friction arrows and pyramids.
 //! - [`camera`]: orthographic (planar) and orbit (spatial) cameras.
 //! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
@@ -11,6 +13,7 @@
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
 
 pub mod camera;
+pub mod drawing;
 pub mod overlay;
 pub mod panel;
 pub mod reload;
@@ -91,6 +94,7 @@ impl Plugin for ViewerPlugin {
             visuals::VisualsPlugin,
             overlay::OverlayPlugin,
             camera::CameraPlugin,
+            drawing::DrawingPlugin,
             panel::PanelPlugin,
             reload::ReloadPlugin,
         ));

@@ -229,7 +229,7 @@ fn panel_ui(
                 });
         });
     layout.width = response.response.rect.width();
-    if matches!(sim.model(), Model::Linear(_)) {
+    if matches!(sim.model(), Model::Linear(_)) && sim.scene.drawing.is_empty() {
         egui::Area::new(egui::Id::new("no bodies"))
             .anchor(egui::Align2::CENTER_CENTER, egui::vec2(layout.width / 2.0, 0.0))
             .show(&ctx, |ui| {
@@ -274,7 +274,7 @@ fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl) {
 /// A linear system has no bodies to draw: its coordinates as numbers.
 fn coordinates(ui: &mut egui::Ui, system: &LinearSystem, state: &State) {
     ui.separator();
-    ui.label(egui::RichText::new("Generalized linear system: nothing to draw in 3D").weak());
+    ui.label(egui::RichText::new("Generalized linear system: its coordinates").weak());
     egui::Grid::new("coordinates")
         .num_columns(3)
         .show(ui, |ui| {
@@ -410,6 +410,9 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
             ui.add_enabled(
                 stepper.uses_restitution(),
                 egui::Slider::new(&mut params.restitution, 0.0..=1.0).text("restitution e"),
+            )
+            .on_hover_text(
+                "Newton's ε_N of every contact whose scene file does not set its own (ε_T stays as set)",
             )
             .on_disabled_hover_text(format!(
                 "The {stepper} stepper is inelastic by construction: it has no restitution coefficient"
