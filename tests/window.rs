@@ -36,17 +36,22 @@ fn share(pixels: &[[u8; 3]], rgb: [u8; 3], tol: u8) -> f64 {
     near as f64 / pixels.len() as f64
 }
 
-#[test]
-fn the_viewer_renders_the_rod_scene_in_a_real_window() {
-    let out = std::env::temp_dir().join(format!("contactlab-window-{}.png", std::process::id()));
+/// Runs the viewer on `scene` for `frames` frames and returns the screenshot.
+fn screenshot(scene: &str, frames: u32) -> (u32, u32, Vec<[u8; 3]>) {
+    let out = std::env::temp_dir().join(format!(
+        "contactlab-window-{}-{scene}.png",
+        std::process::id()
+    ));
     let binary = env!("CARGO_BIN_EXE_contactlab");
-    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/rod.ron");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(scene);
     let args = [
         scene.to_string_lossy().into_owned(),
         "--screenshot".to_owned(),
         out.to_string_lossy().into_owned(),
         "--frames".to_owned(),
-        "20".to_owned(),
+        frames.to_string(),
     ];
     // CI runs the tests under xvfb-run; run from a bare terminal, start one.
     let mut command = if std::env::var_os("DISPLAY").is_some() {
@@ -66,21 +71,39 @@ fn the_viewer_renders_the_rod_scene_in_a_real_window() {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let (width, height, pixels) = decode(&out);
+    let decoded = decode(&out);
     let _ = std::fs::remove_file(&out);
+    decoded
+}
+
+#[test]
+fn the_viewer_renders_the_rod_scene_in_a_real_window() {
+    let (width, height, pixels) = screenshot("rod.ron", 20);
     assert_eq!((width, height), WINDOW, "the window's size");
 
-    let panel = share(&pixels, [27, 27, 27], 2);
-    assert!(panel > 0.05, "egui panel covers {:.4}", panel);
     // Not blank: many distinct colours, and the scene's own.
     let mut distinct: Vec<[u8; 3]> = pixels.clone();
     distinct.sort_unstable();
     distinct.dedup();
     assert!(distinct.len() > 200, "{} distinct colours", distinct.len());
+    let panel = share(&pixels, [27, 27, 27], 2);
+    assert!(panel > 0.05, "egui panel covers {:.4}", panel);
     let rod = share(&pixels, [112, 164, 228], 20);
     let table = share(&pixels, [96, 99, 106], 10);
     let background = share(&pixels, [27, 29, 34], 5);
     assert!(rod > 0.005, "rod colour covers {:.4} of the window", rod);
     assert!(table > 0.02, "table colour covers {:.4}", table);
     assert!(background > 0.1, "background covers {:.4}", background);
+}
+
+/// A linear system is drawn from its scene's `drawing` section: the
+/// woodpecker's brown pole and red bird are on screen.
+#[test]
+fn the_woodpecker_is_drawn_from_its_generalized_coordinates() {
+    let (width, height, pixels) = screenshot("woodpecker.ron", 20);
+    assert_eq!((width, height), WINDOW);
+    let pole = share(&pixels, [135, 100, 64], 8);
+    let bird = share(&pixels, [185, 56, 43], 12);
+    assert!(pole > 0.005, "pole colour covers {pole:.4}");
+    assert!(bird > 0.001, "bird colour covers {bird:.4}");
 }
