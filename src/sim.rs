@@ -5,7 +5,7 @@ use crate::lcp::LcpStatus;
 use crate::model::{Model, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::{Scene, validate_params};
-use crate::stepper::{StepReport, StewartTrinkle};
+use crate::stepper::{AnitescuPotra, StepReport, StewartTrinkle};
 use thiserror::Error;
 
 /// Why a step was not taken.
@@ -35,6 +35,8 @@ pub struct Simulation {
     /// The report of the last step.
     pub last: Option<StepReport>,
     stewart_trinkle: StewartTrinkle,
+    anitescu_potra: AnitescuPotra,
+    euler_lcp: AnitescuPotra,
 }
 
 impl Simulation {
@@ -52,6 +54,8 @@ impl Simulation {
             steps: 0,
             last: None,
             stewart_trinkle: StewartTrinkle::default(),
+            anitescu_potra: AnitescuPotra::linearly_implicit(),
+            euler_lcp: AnitescuPotra::euler(),
             scene,
         }
     }
@@ -64,12 +68,24 @@ impl Simulation {
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
         self.stewart_trinkle.record_lcp = on;
+        self.anitescu_potra.record_lcp = on;
+        self.euler_lcp.record_lcp = on;
     }
 
     /// Checks the live parameters against the model.
     pub fn check_params(&self) -> Result<(), StepError> {
         validate_params(&self.params, self.model().is_planar())
-            .map_err(|(field, message)| StepError::InvalidParams { field, message })
+            .map_err(|(field, message)| StepError::InvalidParams { field, message })?;
+        if self.model().has_joints() && !self.params.stepper.supports_joints() {
+            return Err(StepError::InvalidParams {
+                field: "stepper",
+                message: format!(
+                    "the {} stepper has no joint rows; this scene's joints need anitescu-potra or euler-lcp",
+                    self.params.stepper
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Takes one step of size `params.dt`. A step whose LCP is not solved leaves
@@ -79,6 +95,14 @@ impl Simulation {
         let report = match self.params.stepper {
             StepperKind::StewartTrinkle => {
                 self.stewart_trinkle
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
+            StepperKind::AnitescuPotra => {
+                self.anitescu_potra
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
+            StepperKind::EulerLcp => {
+                self.euler_lcp
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
         };
@@ -94,6 +118,8 @@ impl Simulation {
         self.steps = 0;
         self.last = None;
         self.stewart_trinkle.clear();
+        self.anitescu_potra.clear();
+        self.euler_lcp.clear();
     }
 
     /// Kinetic and potential energy of the current state, J.

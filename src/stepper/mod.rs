@@ -5,6 +5,7 @@
 //! Contact geometry, Jacobians and friction pyramids come from the model; the
 //! LCP assembly shared by the steppers lives in [`assembly`].
 
+pub mod anitescu_potra;
 pub mod assembly;
 pub mod stewart_trinkle;
 
@@ -13,6 +14,7 @@ use crate::model::{ContactFrame, ContactId};
 use nalgebra::Vector3;
 use std::time::Duration;
 
+pub use anitescu_potra::AnitescuPotra;
 pub use stewart_trinkle::StewartTrinkle;
 
 /// What a contact did during a step.
