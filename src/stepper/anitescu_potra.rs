@@ -336,33 +336,46 @@ pub fn solve_velocity(
     let mu = vec![params.mu; contacts.len()];
     // Active contacts are constrained at the velocity level (14): no gap term.
     let gap_terms = vec![0.0; contacts.len()];
-    let mut problem = impulses.lcp(contacts, &free, &gap_terms, &mu);
+    let problem = impulses.lcp(contacts, &free, &gap_terms, &mu);
+    // Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
+    // JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
+    // equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃, LCP(DGD, Dq)
+    // has the solutions D⁻¹z and keeps the structure Theorem 2.2 relies on.
+    let scaling = equilibration(&problem, layout, contacts);
+    let mut scaled = Lcp {
+        m: DMatrix::from_fn(problem.m.nrows(), problem.m.ncols(), |i, j| {
+            scaling[i] * problem.m[(i, j)] * scaling[j]
+        }),
+        q: problem.q.component_mul(&scaling),
+    };
     timings.lcp_build += clock.elapsed();
 
     let clock = Instant::now();
-    let Ok(mut solution) = lcp::solve(&problem, &LemkeOptions::default()) else {
+    let Ok(mut solution) = lcp::solve(&scaled, &LemkeOptions::default()) else {
         return failure(LcpStatus::NumericalFailure);
     };
     // Theorem 2.2 guarantees a solution; dependent normals (a box on four
     // corners, or rigidly linked bodies in the stiff limit) make bases nearly
-    // singular, and a relative 1e-6 (then 1e-4) on the diagonal of JᵀWJ
-    // separates the dependent rows, as in the Stewart–Trinkle stepper.
+    // singular, and a relative 1e-6 (then 1e-4) on the diagonal of the scaled
+    // JᵀWJ separates the dependent rows, as in the Stewart–Trinkle stepper.
     for relative in [1e-6, 1e-4] {
         if solution.status == LcpStatus::Solved {
             break;
         }
         let blocks = layout.friction + layout.contacts;
-        let regularization = relative * problem.m.diagonal().amax();
+        let regularization = relative * scaled.m.diagonal().amax();
         for i in 0..blocks {
-            problem.m[(i, i)] += regularization;
+            scaled.m[(i, i)] += regularization;
         }
         let earlier = solution.pivots;
-        let Ok(next) = lcp::solve(&problem, &LemkeOptions::default()) else {
+        let Ok(next) = lcp::solve(&scaled, &LemkeOptions::default()) else {
             return failure(LcpStatus::NumericalFailure);
         };
         solution = next;
         solution.pivots += earlier;
     }
+    solution.z.component_mul_assign(&scaling);
+    solution.w.component_div_assign(&scaling);
     timings.lemke += clock.elapsed();
     let velocity = &free + impulses.velocity_change(&solution.z);
     VelocityStep {
@@ -376,6 +389,22 @@ pub fn solve_velocity(
         velocity_scale: free.amax().max(v.amax()).max(1e-3),
         lcp: record_lcp.then_some(problem),
     }
+}
+
+/// The diagonal scaling of the LCP: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
+/// the contact on its λ row (so μ̃ keeps its value).
+fn equilibration(problem: &Lcp, layout: Layout, contacts: &[&Contact]) -> DVector<f64> {
+    let size = layout.size();
+    let scale = problem.m.diagonal().amax().max(f64::MIN_POSITIVE);
+    let diagonal = |i: usize| problem.m[(i, i)].max(1e-14 * scale);
+    let mut d = DVector::from_element(size, 1.0);
+    for i in 0..layout.friction + layout.contacts {
+        d[i] = 1.0 / diagonal(i).sqrt();
+    }
+    for j in 0..contacts.len() {
+        d[layout.lambda(j)] = diagonal(layout.normal(j)).sqrt();
+    }
+    d
 }
 
 /// W = M̂⁻¹ − M̂⁻¹ν S⁺ νᵀM̂⁻¹ with S = νᵀM̂⁻¹ν: the map from generalized impulse
