@@ -136,13 +136,26 @@ impl AnitescuPotra {
                 last = Some((solved, selected_owned));
                 break;
             }
-            // The earliest collision, by linear interpolation of its gap.
+            // The earliest collision, by linear interpolation of its gap, then
+            // refined on the gap along the step's path.
             let (first, fraction) = colliding
                 .iter()
                 .map(|&(id, g0, g1)| (id, (g0 / (g0 - g1)).clamp(0.0, 1.0)))
                 .fold((colliding[0].0, f64::INFINITY), |best, c| {
                     if c.1 < best.1 { c } else { best }
                 });
+            let clock = Instant::now();
+            let fraction = collision_fraction(
+                model,
+                params,
+                &q,
+                &solved.velocity,
+                remaining,
+                first,
+                fraction,
+                touch,
+            );
+            timings.geometry += clock.elapsed();
             let dt = fraction * remaining;
             let q_collision = model.integrate(&q, &solved.velocity, dt);
             let clock = Instant::now();
@@ -187,9 +200,17 @@ impl AnitescuPotra {
             unreachable!("the loop ends with an accepted step")
         };
 
-        // Projection (§2.3.4) of the joints and the penetrating active contacts.
+        // Projection (§2.3.4) of the joints and the theoretically active
+        // contacts (§3): those that penetrate and those that carry an impulse.
         let clock = Instant::now();
-        q = project(model, params, &q, &self.active);
+        let impulse_tol = 1e-9 * solved.z.amax();
+        let holding: BTreeSet<ContactId> = selected
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| solved.z[solved.layout.normal(*j)] > impulse_tol)
+            .map(|(_, c)| c.id)
+            .collect();
+        q = project(model, params, &q, &self.active, &holding);
         let after = model.contacts(&q, params.edges, margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
@@ -424,23 +445,26 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
 }
 
 /// Projection of §2.3.4 restricted to equalities (as in the paper's §3): the
-/// nearest q in the metric of M with Θ(q) = 0 and Φ(q) = 0 for the active
-/// contacts that penetrate, by Gauss–Newton steps
-/// Δ = −M⁻¹J (JᵀM⁻¹J)⁺ c in velocity coordinates.
+/// nearest q in the metric of M with Θ(q) = 0, and Φ(q) = 0 for the active
+/// contacts that penetrate and for the `holding` ones (normal impulse in the
+/// last solve), by Gauss–Newton steps Δ = −M⁻¹J (JᵀM⁻¹J)⁺ c in velocity
+/// coordinates. Velocities are kept.
 pub fn project(
     model: &Model,
     params: &Params,
     q: &DVector<f64>,
     active: &BTreeSet<ContactId>,
+    holding: &BTreeSet<ContactId>,
 ) -> DVector<f64> {
     let scale = model.length_scale().max(1.0);
+    let reach = 0.05 * model.length_scale();
     let mut q = q.clone();
     for _ in 0..PROJECTION_ITERATIONS {
         let joints = model.joint_rows(&q);
         let contacts: Vec<Contact> = model
-            .contacts(&q, params.edges, 0.0)
+            .contacts(&q, params.edges, reach)
             .into_iter()
-            .filter(|c| c.gap < 0.0 && active.contains(&c.id))
+            .filter(|c| (c.gap < 0.0 && active.contains(&c.id)) || holding.contains(&c.id))
             .collect();
         let m = joints.values.len() + contacts.len();
         if m == 0 {
@@ -471,6 +495,65 @@ pub fn project(
         q = model.integrate(&q, &delta, 1.0);
     }
     q
+}
+
+/// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the
+/// path q + s h v: regula falsi (Illinois) on its gap from the linear estimate,
+/// so the impact is solved where the gap is zero to within `tolerance`.
+#[allow(clippy::too_many_arguments)]
+fn collision_fraction(
+    model: &Model,
+    params: &Params,
+    q: &DVector<f64>,
+    v: &DVector<f64>,
+    h: f64,
+    id: ContactId,
+    estimate: f64,
+    tolerance: f64,
+) -> f64 {
+    let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
+    let gap = |s: f64| {
+        model
+            .contacts(&model.integrate(q, v, s * h), params.edges, reach)
+            .into_iter()
+            .find(|c| c.id == id)
+            .map(|c| c.gap)
+    };
+    let (Some(mut g_lo), Some(mut g_hi)) = (gap(0.0), gap(1.0)) else {
+        return estimate;
+    };
+    if g_lo <= 0.0 || g_hi >= 0.0 {
+        return estimate;
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    let mut best = estimate;
+    let mut side = 0;
+    for _ in 0..40 {
+        let s = (lo * g_hi - hi * g_lo) / (g_hi - g_lo);
+        let Some(g) = gap(s) else {
+            break;
+        };
+        best = s;
+        if g.abs() <= tolerance {
+            break;
+        }
+        if g > 0.0 {
+            lo = s;
+            g_lo = g;
+            if side == 1 {
+                g_hi *= 0.5;
+            }
+            side = 1;
+        } else {
+            hi = s;
+            g_hi = g;
+            if side == -1 {
+                g_lo *= 0.5;
+            }
+            side = -1;
+        }
+    }
+    best
 }
 
 /// Contacts with a gap below this join the active set at the start of a step.
