@@ -217,7 +217,7 @@ impl AnitescuPotra {
         let reports = contact_reports(&selected, &solved, &after);
         state.q = q;
         state.v = v;
-        state.t = state.t + h;
+        state.t += h;
         debug_assert!((t - state.t).abs() <= 1e-9 * h.max(1.0));
         let (kinetic, potential) = model.energy(&state.q, &state.v, params);
         timings.total = start.elapsed();
