@@ -441,3 +441,120 @@ fn spatial_chain_lands_on_the_table_with_joints_and_springs_held() {
         .fold(f64::INFINITY, f64::min);
     assert!(lowest.abs() < 1e-6, "resting contact gap {lowest}");
 }
+
+fn parse(text: &str) -> Scene {
+    scene::parse(text, Path::new("inline.ron")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The time of the first velocity reversal of coordinate `i` (half a period
+/// when starting from rest at an extreme).
+fn half_period(scene: Scene, i: usize, h: f64) -> f64 {
+    let mut s = Simulation::new(scene);
+    s.params.dt = h;
+    let mut previous = 0.0;
+    let mut reversal = None;
+    run(&mut s, 2.0, |s| {
+        let v = s.state.v[i];
+        if reversal.is_none() && previous != 0.0 && v * previous < 0.0 {
+            reversal = Some(s.state.t);
+        }
+        if v != 0.0 {
+            previous = v;
+        }
+    });
+    reversal.expect("the oscillator turns back")
+}
+
+#[test]
+fn linear_spring_to_the_world_oscillates_with_period_two_pi_sqrt_m_over_k() {
+    // m = 2, γ = 50 (its own), stretched 0.1: T/2 = π √(m/γ) = 0.6283 s.
+    let scene = parse(
+        r#"Scene(name: "spring", params: (dt: 1e-4, duration: 2.0, stepper: r#anitescu-potra),
+        system: Rigid((dimension: Planar, gravity: (0.0, 0.0, 0.0),
+            bodies: [(name: "m", shape: Sphere(radius: 0.1), mass: 2.0, position: (0.1, 0.0, 0.0))],
+            elements: [(name: "k", kind: Spring, a: "m", at_b: (-1.0, 0.0, 0.0), rest: 1.0, stiffness: 50.0)])))"#,
+    );
+    assert!(!scene.model.uses_stiffness(), "the spring sets its own γ");
+    let (_, potential) = scene
+        .model
+        .energy(&scene.initial.q, &scene.initial.v, &scene.params);
+    assert!((potential - 0.25).abs() < 1e-12, "½ γ φ² = {potential}");
+    let expected = std::f64::consts::PI * (2.0_f64 / 50.0).sqrt();
+    let measured = half_period(scene, 0, 1e-4);
+    println!("linear spring: half period {measured}, expected {expected}");
+    assert!((measured - expected).abs() < 2e-3 * expected, "{measured}");
+}
+
+#[test]
+fn torsional_spring_across_a_pin_oscillates_with_period_two_pi_sqrt_j_over_k() {
+    // A bar pinned to the world at its centre, J = 0.5, torsional γ = 8 from
+    // params: T/2 = π √(J/γ) = 0.7854 s. The pin carries the bar's weight.
+    let scene = parse(
+        r#"Scene(name: "torsion", params: (dt: 1e-4, duration: 2.0, stiffness: 8.0, stepper: r#anitescu-potra),
+        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+            bodies: [(name: "bar", shape: Capsule(half_length: 0.5, radius: 0.02), mass: 1.0,
+                      inertia: (0.5, 0.5, 0.5), position: (0.0, 1.0, 0.0), orientation: Angle(0.2))],
+            joints: [(name: "pin", kind: Pin, a: "bar", at: (0.0, 1.0, 0.0))],
+            elements: [(name: "twist", kind: Spring, measure: Angle, a: "bar", rest: 0.0)])))"#,
+    );
+    assert!(scene.model.uses_stiffness() && !scene.model.uses_damping());
+    let expected = std::f64::consts::PI * (0.5_f64 / 8.0).sqrt();
+    let measured = half_period(scene, 2, 1e-4);
+    println!("torsional spring: half period {measured}, expected {expected}");
+    assert!((measured - expected).abs() < 2e-3 * expected, "{measured}");
+}
+
+#[test]
+fn hinge_keeps_a_spatial_pendulum_on_its_axis_and_fixed_joint_holds() {
+    let scene = parse(
+        r#"Scene(name: "hinge", params: (dt: 0.002, duration: 1.0, stepper: r#anitescu-potra),
+        system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81),
+            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.05, 0.05)), mass: 1.0,
+                      position: (0.5, 0.0, 1.0), angular_velocity: (0.0, 0.0, 0.0)),
+                     (name: "weld", shape: Box(half_extents: (0.1, 0.1, 0.1)), mass: 1.0,
+                      position: (0.0, 2.0, 1.0), orientation: AxisAngle((1.0, 1.0, 0.0), 0.3))],
+            joints: [(name: "hinge", kind: Hinge((0.0, 1.0, 0.0)), a: "box", at: (0.0, 0.0, 1.0)),
+                     (name: "fixed", kind: Fixed, a: "weld", at: (0.0, 2.0, 1.0))])))"#,
+    );
+    let mut s = Simulation::new(scene);
+    let start = s.state.q.clone();
+    let (mut drift, mut off_axis, mut lowest) = (0.0_f64, 0.0_f64, f64::INFINITY);
+    run(&mut s, 1.0, |s| {
+        drift = drift.max(s.model().joint_rows(&s.state.q).values.amax());
+        let r = rigid(s);
+        let w = r.angular_velocity(&s.state.q, &s.state.v, 0);
+        off_axis = off_axis.max(w.x.abs()).max(w.z.abs());
+        let c = r.position(&s.state.q, 0);
+        lowest = lowest.min(c.z);
+        assert!(((c - nalgebra::Vector3::new(0.0, 0.0, 1.0)).norm() - 0.5).abs() < 1e-8);
+    });
+    println!("hinge: drift {drift}, off-axis ω {off_axis}, lowest centre {lowest}");
+    assert!(drift < 1e-8, "joint drift {drift}");
+    assert!(off_axis < 1e-8, "ω off the hinge axis {off_axis}");
+    assert!(lowest < 0.6, "the pendulum swings down: {lowest}");
+    let weld = (&s.state.q - &start).rows(7, 7).amax();
+    assert!(weld < 1e-10, "the welded box moved {weld}");
+}
+
+#[test]
+fn mechanism_errors_name_the_field() {
+    let text = r#"Scene(name: "bad",
+    system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+        bodies: [(name: "a", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 1.0, 0.0))],
+        joints: [(name: "j", kind: Pin, a: "a", b: "nope", at: (0.0, 1.0, 0.0))])))"#;
+    let e = scene::parse(text, Path::new("bad.ron"))
+        .expect_err("unknown body")
+        .to_string();
+    assert_eq!(e, "bad.ron:4:49: joints[0].b: no body named `nope`");
+    let text = r#"Scene(name: "bad",
+    system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81),
+        bodies: [(name: "a", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 0.0, 1.0))],
+        elements: [(name: "d", kind: Damper, a: "a", at_b: (0.0, 0.0, 2.0), damping: -1.0)])))"#;
+    let e = scene::parse(text, Path::new("bad.ron"))
+        .expect_err("negative damping")
+        .to_string();
+    assert!(
+        e.starts_with("bad.ron:4:") && e.contains("elements[0].damping: must be ≥ 0"),
+        "{e}"
+    );
+}

@@ -520,6 +520,7 @@ fn build_mechanism(
         let point_b = match (e.at_b, b) {
             (Some(p), _) => Vector3::from(p),
             (None, Some(b)) => system.position(q, b),
+            (None, None) if e.measure == Measure::Angle => Vector3::zeros(),
             (None, None) => {
                 return Err(check.error(
                     &at("at_b"),
