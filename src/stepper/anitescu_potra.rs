@@ -81,6 +81,7 @@ impl AnitescuPotra {
         let mut remaining = h;
         let (mut pivots, mut solves) = (0, 0);
         let mut last: Option<(VelocityStep, Vec<Contact>)> = None;
+        let active_before = self.active.clone();
         for round in 0..=MAX_COLLISIONS {
             let clock = Instant::now();
             let candidates = model.contacts(&q, params.edges, margin);
@@ -237,17 +238,16 @@ impl AnitescuPotra {
         }
     }
 
-    /// The paper's removal rule (§3): a contact stays active unless its normal
-    /// velocity is positive after the solve.
+    /// The paper's removal rule (§3): of the contacts just solved, those whose
+    /// normal velocity is not positive stay active; contacts that were not in
+    /// the solve (out of reach) are dropped.
     fn update_active(&mut self, contacts: &[Contact], solved: &VelocityStep) {
-        for (j, contact) in contacts.iter().enumerate() {
-            let rho = solved.w[solved.layout.normal(j)];
-            if rho <= 1e-9 * solved.velocity_scale {
-                self.active.insert(contact.id);
-            } else {
-                self.active.remove(&contact.id);
-            }
-        }
+        self.active = contacts
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| solved.w[solved.layout.normal(*j)] <= 1e-9 * solved.velocity_scale)
+            .map(|(_, c)| c.id)
+            .collect();
     }
 
     #[allow(clippy::too_many_arguments)]
