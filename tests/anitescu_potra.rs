@@ -599,3 +599,31 @@ fn viewer_queries_report_elements_joints_and_slider_use() {
     assert!(!rod.model.uses_damping() && !rod.model.uses_stiffness());
     assert!(rod.model.force_element_segments(&rod.initial.q).is_empty());
 }
+
+#[test]
+fn spatial_torsional_spring_across_a_hinge_has_period_two_pi_sqrt_j_over_k() {
+    // A 0.6 × 0.2 × 0.1 m box of 1 kg hinged to the world about z through its
+    // centre, J_zz = m (0.6² + 0.2²)/12 = 1/30, twisted 0.2 rad against a
+    // torsional spring γ = 1: T/2 = π √(J/γ) = 0.5736 s. In space the angle is
+    // measured from the initial pose, so the rest angle is −0.2.
+    let scene = parse(
+        r#"Scene(name: "twist", params: (dt: 1e-4, duration: 2.0, stiffness: 1.0, stepper: r#anitescu-potra),
+        system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81),
+            bodies: [(name: "box", shape: Box(half_extents: (0.3, 0.1, 0.05)), mass: 1.0,
+                      position: (0.0, 0.0, 1.0), orientation: AxisAngle((0.0, 0.0, 1.0), 0.2))],
+            joints: [(name: "hinge", kind: Hinge((0.0, 0.0, 1.0)), a: "box", at: (0.0, 0.0, 1.0))],
+            elements: [(name: "twist", kind: Spring, measure: Angle, a: "box", axis: (0.0, 0.0, 1.0), rest: -0.2)])))"#,
+    );
+    let (_, potential) = scene
+        .model
+        .energy(&scene.initial.q, &scene.initial.v, &scene.params);
+    let weight = 9.81;
+    assert!(
+        (potential - (0.5 * 0.2 * 0.2 + weight)).abs() < 1e-12,
+        "½ γ φ² + m g z = {potential}"
+    );
+    let expected = std::f64::consts::PI * (1.0_f64 / 30.0).sqrt();
+    let measured = half_period(scene, 5, 1e-4);
+    println!("spatial torsional spring: half period {measured}, expected {expected}");
+    assert!((measured - expected).abs() < 2e-3 * expected, "{measured}");
+}

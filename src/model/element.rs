@@ -42,8 +42,23 @@ impl ElementKind {
 pub enum Measure {
     /// The distance between the two anchors, m.
     Distance,
-    /// The relative rotation angle θ_a − θ_b about z (planar scenes), rad.
+    /// The relative rotation angle of a with respect to b: θ_a − θ_b about z
+    /// in the plane; in space the twist about the element's [`Twist`] axis
+    /// (wrapped to (−π, π]), rad.
     Angle,
+}
+
+/// The axes of a spatial torsional element: the twist of a relative to b about
+/// `axis_a` is the angle from b's reference vector to a's, both ⟂ the axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Twist {
+    /// The twist axis in a's frame (unit).
+    pub axis_a: Vector3<f64>,
+    /// A unit vector ⟂ the axis, in a's frame.
+    pub reference_a: Vector3<f64>,
+    /// The same vector at the initial pose, in b's frame (the world's for the
+    /// world).
+    pub reference_b: Vector3<f64>,
 }
 
 /// A spring, damper or spring–damper between body `a` and body `b` (`None`:
@@ -66,6 +81,8 @@ pub struct ForceElement {
     pub anchor_b: Vector3<f64>,
     /// Where φ = 0: rest length (m) or rest angle (rad).
     pub rest: f64,
+    /// The twist axes of a spatial `Angle` element (`None` in the plane).
+    pub twist: Option<Twist>,
     /// Own spring stiffness γ (N/m or N·m/rad); `None`: [`Params::stiffness`].
     pub stiffness: Option<f64>,
     /// Own damping δ (N·s/m or N·m·s/rad); `None`: [`Params::damping`].
@@ -121,10 +138,33 @@ impl ForceElement {
                 let (pa, pb) = self.anchors(system, q);
                 (pa - pb).norm()
             }
-            Measure::Angle => {
-                let angle = |i: Option<usize>| i.map_or(0.0, |i| planar_angle(system, q, i));
-                angle(Some(self.a)) - angle(self.b)
+            Measure::Angle => match (system.dimension, self.twist) {
+                (Dimension::Spatial, Some(twist)) => {
+                    let rotation = |i: Option<usize>| {
+                        i.map_or(nalgebra::UnitQuaternion::identity(), |i| {
+                            system.rotation(q, i)
+                        })
+                    };
+                    let axis = rotation(Some(self.a)) * twist.axis_a;
+                    let from = rotation(self.b) * twist.reference_b;
+                    let to = rotation(Some(self.a)) * twist.reference_a;
+                    from.cross(&to).dot(&axis).atan2(from.dot(&to))
+                }
+                _ => {
+                    let angle = |i: Option<usize>| i.map_or(0.0, |i| planar_angle(system, q, i));
+                    angle(Some(self.a)) - angle(self.b)
+                }
+            },
+        }
+    }
+
+    /// The world axis about which an `Angle` element measures (z in the plane).
+    fn angle_axis(&self, system: &RigidSystem, q: &DVector<f64>) -> Vector3<f64> {
+        match self.twist {
+            Some(twist) if system.dimension == Dimension::Spatial => {
+                system.rotation(q, self.a) * twist.axis_a
             }
+            _ => Vector3::z(),
         }
     }
 
@@ -155,10 +195,13 @@ impl ForceElement {
                 }
             }
             Measure::Angle => {
+                // dφ/dt = (ω_a − ω_b)·axis (exact in the plane; in space while
+                // the joint keeps the axes aligned).
+                let axis = self.angle_axis(system, q);
                 let mut column = gradient.column_mut(0);
-                system.add_rotation_gradient(q, self.a, &Vector3::z(), 1.0, &mut column);
+                system.add_rotation_gradient(q, self.a, &axis, 1.0, &mut column);
                 if let Some(b) = self.b {
-                    system.add_rotation_gradient(q, b, &Vector3::z(), -1.0, &mut column);
+                    system.add_rotation_gradient(q, b, &axis, -1.0, &mut column);
                 }
             }
         }
@@ -172,9 +215,8 @@ impl ForceElement {
 }
 
 /// A planar body's angle θ (the coordinate itself, not wrapped, so a torsional
-/// spring can wind more than a turn).
-fn planar_angle(system: &RigidSystem, q: &DVector<f64>, i: usize) -> f64 {
-    debug_assert_eq!(system.dimension, Dimension::Planar);
+/// spring can wind more than a turn). Only planar systems get here: spatial `Angle` elements always have a twist.
+fn planar_angle(_system: &RigidSystem, q: &DVector<f64>, i: usize) -> f64 {
     q[3 * i + 2]
 }
 

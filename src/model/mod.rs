@@ -14,7 +14,7 @@ pub mod rigid;
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 
-pub use element::{ElementKind, ElementState, ForceElement, Measure};
+pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
 pub use rigid::{Body, Dimension, HalfSpace, Load, RigidSystem};

@@ -17,7 +17,7 @@ pub use spec::{
 use crate::model::rigid::{default_inertia, position_size, velocity_size};
 use crate::model::{
     AffineContact, Body, Dimension, ForceElement, HalfSpace, Harmonic, Joint, JointKind,
-    LinearSystem, Load, Measure, Model, RigidSystem, State,
+    LinearSystem, Load, Measure, Model, RigidSystem, State, Twist,
 };
 use crate::params::Params;
 use locate::locate;
@@ -495,13 +495,31 @@ fn build_mechanism(
         if b == Some(a) {
             return Err(check.error(&at("b"), path("b"), "an element needs two different bodies"));
         }
-        if e.measure == Measure::Angle && dim != Dimension::Planar {
-            return Err(check.error(
-                &at("measure"),
-                path("measure"),
-                "torsional (`Angle`) elements are planar only",
-            ));
-        }
+        let twist = match (e.measure, dim, e.axis) {
+            (Measure::Angle, Dimension::Spatial, Some(axis))
+                if finite(&axis) && Vector3::from(axis).norm() > 0.0 =>
+            {
+                let axis = Vector3::from(axis).normalize();
+                let (reference, _) = crate::model::joint::orthonormal_pair(&axis);
+                let inverse = |i: Option<usize>| {
+                    i.map_or(UnitQuaternion::identity(), |i| system.rotation(q, i))
+                        .inverse()
+                };
+                Some(Twist {
+                    axis_a: inverse(Some(a)) * axis,
+                    reference_a: inverse(Some(a)) * reference,
+                    reference_b: inverse(b) * reference,
+                })
+            }
+            (Measure::Angle, Dimension::Spatial, _) => {
+                return Err(check.error(
+                    &at("measure"),
+                    path("axis"),
+                    "a torsional (`Angle`) element in space needs a non-zero finite `axis: (x, y, z)`",
+                ));
+            }
+            _ => None,
+        };
         for (value, field) in [(e.stiffness, "stiffness"), (e.damping, "damping")] {
             if let Some(x) = value
                 && !(x.is_finite() && x >= 0.0)
@@ -541,6 +559,7 @@ fn build_mechanism(
             anchor_a: local(system, Some(a), point_a),
             anchor_b: local(system, b, point_b),
             rest: 0.0,
+            twist,
             stiffness: e.stiffness,
             damping: e.damping,
         };

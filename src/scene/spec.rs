@@ -116,7 +116,7 @@ pub struct ForceElementSpec {
     pub name: String,
     /// `Spring`, `Damper` or `SpringDamper`.
     pub kind: ElementKind,
-    /// `Distance` between the anchors (default) or relative `Angle` (plane).
+    /// `Distance` between the anchors (default) or relative `Angle` (torsional).
     #[serde(default = "default_measure")]
     pub measure: Measure,
     /// The first body's name.
@@ -134,6 +134,10 @@ pub struct ForceElementSpec {
     /// Rest length (m) or angle (rad); omitted: the initial value.
     #[serde(default)]
     pub rest: Option<f64>,
+    /// The twist axis of a spatial `Angle` element, world frame at the initial
+    /// pose (required there; planar elements turn about z).
+    #[serde(default)]
+    pub axis: Option<[f64; 3]>,
     /// Own stiffness γ; omitted: `params.stiffness`.
     #[serde(default)]
     pub stiffness: Option<f64>,
