@@ -107,6 +107,7 @@ impl AnitescuPotra {
             pivots += solved.pivots;
             solves += 1;
             if solved.status != LcpStatus::Solved {
+                self.active = active_before;
                 return self.failed(
                     model, params, state, &solved, pivots, solves, timings, start,
                 );
@@ -184,6 +185,7 @@ impl AnitescuPotra {
             pivots += impulse.pivots;
             solves += 1;
             if impulse.status != LcpStatus::Solved {
+                self.active = active_before;
                 return self.failed(
                     model, params, state, &impulse, pivots, solves, timings, start,
                 );
