@@ -662,3 +662,20 @@ fn semi_implicit_gyroscopic_term_never_adds_energy() {
         "explicit gyroscopic term gains energy: {first} → {last}"
     );
 }
+
+#[test]
+fn planar_fixed_joint_holds_a_body_against_gravity_and_a_load() {
+    let scene = parse(
+        r#"Scene(name: "weld", params: (dt: 0.01, duration: 1.0, stepper: r#euler-lcp),
+        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+            bodies: [(name: "bar", shape: Box(half_extents: (0.5, 0.05, 0.05)), mass: 1.0,
+                      position: (0.5, 1.0, 0.0), orientation: Angle(0.3))],
+            joints: [(name: "weld", kind: Fixed, a: "bar", at: (0.0, 1.0, 0.0))],
+            loads: [(body: "bar", force: (3.0, 1.0, 0.0), omega: 2.0)])))"#,
+    );
+    let mut s = Simulation::new(scene);
+    let start = s.state.q.clone();
+    run(&mut s, 1.0, |_| {});
+    let moved = (&s.state.q - &start).amax();
+    assert!(moved < 1e-12, "the welded bar moved {moved}");
+}

@@ -17,11 +17,12 @@
 //!   contact that closes within the step is a collision: the step is cut at the
 //!   estimated collision time, the same LCP is solved there with h = 0
 //!   (inelastic impact) and the rest of the step is taken from there.
-//! - projection (§2.3.4): the joints and the penetrating active contacts are
-//!   projected back onto Θ = 0, Φ = 0 in the metric of M (positions only; the
-//!   velocity is kept).
+//! - projection (§2.3.4, [`super::projection`]): the joints, the penetrating
+//!   active contacts and those carrying an impulse are projected back onto
+//!   Θ = 0, Φ = 0 in the metric of M (positions only; the velocity is kept).
 
 use super::assembly::{Impulses, Layout};
+use super::projection::project;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
@@ -33,9 +34,6 @@ use std::time::Instant;
 /// Collisions resolved within one step before the rest of the step is taken
 /// with the remaining contacts left to the projection.
 const MAX_COLLISIONS: usize = 8;
-
-/// Gauss–Newton iterations of the projection (§2.3.4).
-const PROJECTION_ITERATIONS: usize = 20;
 
 /// The stepper and its active contact set.
 #[derive(Debug, Clone)]
@@ -444,59 +442,6 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
     let s_plus = s.pseudo_inverse(tolerance).ok()?;
     let nu_t_minv = nu.transpose() * &inverse;
     Some(&inverse - minv_nu * s_plus * nu_t_minv)
-}
-
-/// Projection of §2.3.4 restricted to equalities (as in the paper's §3): the
-/// nearest q in the metric of M with Θ(q) = 0, and Φ(q) = 0 for the active
-/// contacts that penetrate and for the `holding` ones (normal impulse in the
-/// last solve), by Gauss–Newton steps Δ = −M⁻¹J (JᵀM⁻¹J)⁺ c in velocity
-/// coordinates. Velocities are kept.
-pub fn project(
-    model: &Model,
-    params: &Params,
-    q: &DVector<f64>,
-    active: &BTreeSet<ContactId>,
-    holding: &BTreeSet<ContactId>,
-) -> DVector<f64> {
-    let scale = model.length_scale().max(1.0);
-    let reach = 0.05 * model.length_scale();
-    let mut q = q.clone();
-    for _ in 0..PROJECTION_ITERATIONS {
-        let joints = model.joint_rows(&q);
-        let contacts: Vec<Contact> = model
-            .contacts(&q, params.edges, reach)
-            .into_iter()
-            .filter(|c| (c.gap < 0.0 && active.contains(&c.id)) || holding.contains(&c.id))
-            .collect();
-        let m = joints.values.len() + contacts.len();
-        if m == 0 {
-            break;
-        }
-        let mut values = DVector::zeros(m);
-        let mut gradients = DMatrix::zeros(model.dof(), m);
-        values
-            .rows_mut(0, joints.values.len())
-            .copy_from(&joints.values);
-        gradients
-            .columns_mut(0, joints.values.len())
-            .copy_from(&joints.gradients);
-        for (i, c) in contacts.iter().enumerate() {
-            values[joints.values.len() + i] = c.gap;
-            gradients.set_column(joints.values.len() + i, &c.normal);
-        }
-        if values.amax() <= 1e-13 * scale {
-            break;
-        }
-        let minv_j = super::assembly::apply_mass_inverse(model.mass_inverse(), &gradients);
-        let s = gradients.tr_mul(&minv_j);
-        let tolerance = 1e-12 * s.amax().max(f64::MIN_POSITIVE);
-        let Ok(s_plus) = s.pseudo_inverse(tolerance) else {
-            break;
-        };
-        let delta = -(minv_j * (s_plus * values));
-        q = model.integrate(&q, &delta, 1.0);
-    }
-    q
 }
 
 /// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the

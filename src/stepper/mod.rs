@@ -7,6 +7,7 @@
 
 pub mod anitescu_potra;
 pub mod assembly;
+pub mod projection;
 pub mod stewart_trinkle;
 
 use crate::lcp::{Lcp, LcpStatus};
