@@ -679,3 +679,45 @@ fn planar_fixed_joint_holds_a_body_against_gravity_and_a_load() {
     let moved = (&s.state.q - &start).amax();
     assert!(moved < 1e-12, "the welded bar moved {moved}");
 }
+
+#[test]
+fn falling_ball_lands_inelastically_at_the_collision_time() {
+    // Dropped from 1 m (radius 0.1): the gap closes within a step, the step is
+    // cut there and the h = 0 impact LCP stops the ball dead on the surface.
+    let scene = parse(
+        r#"Scene(name: "drop", params: (dt: 0.01, duration: 1.0, mu: 0.5, stepper: r#anitescu-potra),
+        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+            bodies: [(name: "ball", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 1.0, 0.0))],
+            surfaces: [(name: "table", normal: (0.0, 1.0, 0.0))])))"#,
+    );
+    let mut s = Simulation::new(scene);
+    let mut landed = None;
+    let mut lowest = f64::INFINITY;
+    run(&mut s, 1.0, |s| {
+        lowest = lowest.min(s.state.q[1]);
+        if landed.is_none() && s.state.v[1] == 0.0 {
+            landed = Some((s.state.t, s.last.as_ref().map_or(0, |r| r.solves)));
+        }
+    });
+    let (t, solves) = landed.expect("the ball lands");
+    // The discrete free fall y_l = 1 − g h² l(l+1)/2 reaches 0.1 between
+    // steps 42 and 43.
+    let g = 9.81_f64;
+    let h = 0.01_f64;
+    let steps = (1..100)
+        .find(|l| 1.0 - g * h * h * (*l as f64) * (*l as f64 + 1.0) / 2.0 < 0.1)
+        .expect("lands");
+    println!("drop: lands in the step ending at {t} (step {steps}), {solves} LCPs in it");
+    assert!(
+        (t - steps as f64 * h).abs() < 1e-9,
+        "landing step ends at {t}"
+    );
+    assert!(solves >= 3, "step, impact, rest of the step: {solves}");
+    assert!(lowest >= 0.1 - 1e-12, "the ball sinks to {lowest}");
+    assert!(
+        (s.state.q[1] - 0.1).abs() < 1e-9,
+        "rests on the table at {}",
+        s.state.q[1]
+    );
+    assert_eq!(s.state.v.amax(), 0.0, "inelastic and at rest");
+}
