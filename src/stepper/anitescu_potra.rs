@@ -144,20 +144,47 @@ impl AnitescuPotra {
                 .fold((colliding[0].0, f64::INFINITY), |best, c| {
                     if c.1 < best.1 { c } else { best }
                 });
-            let clock = Instant::now();
-            let fraction = collision_fraction(
-                model,
-                params,
-                &q,
-                &solved.velocity,
-                remaining,
-                first,
-                fraction,
-                touch,
-            );
-            timings.geometry += clock.elapsed();
-            let dt = fraction * remaining;
-            let q_collision = model.integrate(&q, &solved.velocity, dt);
+            // The step is cut at the collision: the velocity v⁻ reaching it is
+            // that of a step of the shorter length (the implicit forces act
+            // over it), so solve again with h' = s h, twice, each time
+            // refining s on the gap along the new path.
+            let mut velocity = solved.velocity.clone();
+            let (mut dt, mut estimate) = (remaining, fraction);
+            for _ in 0..2 {
+                let clock = Instant::now();
+                let fraction =
+                    collision_fraction(model, params, &q, &velocity, dt, first, estimate, touch);
+                timings.geometry += clock.elapsed();
+                if fraction >= 1.0 {
+                    break;
+                }
+                dt *= fraction;
+                estimate = 1.0;
+                let shorter = solve_velocity(
+                    model,
+                    params,
+                    &State {
+                        q: q.clone(),
+                        v: v.clone(),
+                        t,
+                    },
+                    dt,
+                    &selected,
+                    self.implicit,
+                    self.record_lcp,
+                    &mut timings,
+                );
+                pivots += shorter.pivots;
+                solves += 1;
+                if shorter.status != LcpStatus::Solved {
+                    self.active = active_before;
+                    return self.failed(
+                        model, params, state, &shorter, pivots, solves, timings, start,
+                    );
+                }
+                velocity = shorter.velocity;
+            }
+            let q_collision = model.integrate(&q, &velocity, dt);
             let clock = Instant::now();
             let at_collision = model.contacts(&q_collision, params.edges, margin);
             timings.geometry += clock.elapsed();
@@ -171,7 +198,7 @@ impl AnitescuPotra {
                 params,
                 &State {
                     q: q_collision.clone(),
-                    v: solved.velocity.clone(),
+                    v: velocity.clone(),
                     t: t + dt,
                 },
                 0.0,
