@@ -14,9 +14,12 @@
 //!   [`super::assembly`] with W in place of M⁻¹.
 //! - active set (§3): contacts touching at qˡ plus those active before; a
 //!   contact leaves when its normal velocity is positive after the solve. A
-//!   contact that closes within the step is a collision: the step is cut at the
-//!   estimated collision time, the same LCP is solved there with h = 0
-//!   (inelastic impact) and the rest of the step is taken from there.
+//!   contact that closes within the step is a collision: the collision time is
+//!   found on its gap (regula falsi), the shorter step is solved again for the
+//!   velocity v⁻ that reaches it, the same LCP is solved there with h = 0
+//!   (inelastic impact) and the rest of the step is taken from there. The LCP
+//!   is equilibrated (diagonal scaling) before Lemke, for mass ratios like
+//!   Fig. 6's 1 : 10⁸.
 //! - projection (§2.3.4, [`super::projection`]): the joints, the penetrating
 //!   active contacts and those carrying an impulse are projected back onto
 //!   Θ = 0, Φ = 0 in the metric of M (positions only; the velocity is kept).
