@@ -16,22 +16,42 @@ pub enum StepperKind {
     /// (Glocker & Studer 2005 §5–6): velocity-level LCP (33), elastic impacts.
     #[serde(rename = "moreau-jean")]
     MoreauJean,
+    /// Anitescu & Potra 2002: velocity-level mixed LCP (12)–(16) with springs,
+    /// dampers and the gyroscopic term linearly implicit (32)–(33), joints
+    /// eliminated exactly, inelastic collisions by an h = 0 solve.
+    #[serde(rename = "anitescu-potra")]
+    AnitescuPotra,
+    /// The semi-implicit Euler LCP (7): the same step with every force explicit.
+    #[serde(rename = "euler-lcp")]
+    EulerLcp,
 }
 
 impl StepperKind {
     /// Every stepper implemented so far.
-    pub const ALL: [StepperKind; 2] = [StepperKind::StewartTrinkle, StepperKind::MoreauJean];
+    pub const ALL: [StepperKind; 4] = [
+        StepperKind::StewartTrinkle,
+        StepperKind::MoreauJean,
+        StepperKind::AnitescuPotra,
+        StepperKind::EulerLcp,
+    ];
 
     /// The name used on the command line and in scene files.
     pub fn name(self) -> &'static str {
         match self {
             Self::StewartTrinkle => "stewart-trinkle",
             Self::MoreauJean => "moreau-jean",
+            Self::AnitescuPotra => "anitescu-potra",
+            Self::EulerLcp => "euler-lcp",
         }
     }
 
-    /// Whether the scheme uses a restitution coefficient (Stewart–Trinkle is
-    /// inelastic by construction; Moreau–Jean applies Newton's impact law).
+    /// Whether the scheme handles bilateral joints (equality rows (13)).
+    pub fn supports_joints(self) -> bool {
+        matches!(self, Self::AnitescuPotra | Self::EulerLcp)
+    }
+
+    /// Whether the scheme uses a restitution coefficient (Stewart–Trinkle,
+    /// Anitescu–Potra and the Euler LCP are inelastic by construction).
     pub fn uses_restitution(self) -> bool {
         matches!(self, Self::MoreauJean)
     }
@@ -72,9 +92,12 @@ pub struct Params {
     /// body or surface) does not set its own. Tangential restitution ε_T is 0
     /// unless the scene sets it.
     pub restitution: f64,
-    /// Damping coefficient of the scene's dampers, N·s/m.
+    /// Damping coefficient δ of every damper that does not set its own, N·s/m
+    /// (see [`crate::model::element`]; [`crate::model::Model::uses_damping`]
+    /// says whether any damper uses it).
     pub damping: f64,
-    /// Stiffness of the scene's springs, N/m.
+    /// Stiffness γ of every spring that does not set its own, N/m
+    /// ([`crate::model::Model::uses_stiffness`] says whether any spring uses it).
     pub stiffness: f64,
     /// Edges k of the polyhedral friction pyramid in space (≥ 3); planar contacts
     /// always use the pair ±t.

@@ -5,7 +5,7 @@ use crate::lcp::LcpStatus;
 use crate::model::{Model, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::{Scene, validate_params};
-use crate::stepper::{MoreauJean, StepReport, StewartTrinkle};
+use crate::stepper::{AnitescuPotra, MoreauJean, StepReport, StewartTrinkle};
 use thiserror::Error;
 
 /// Why a step was not taken.
@@ -36,6 +36,8 @@ pub struct Simulation {
     pub last: Option<StepReport>,
     stewart_trinkle: StewartTrinkle,
     moreau_jean: MoreauJean,
+    anitescu_potra: AnitescuPotra,
+    euler_lcp: AnitescuPotra,
 }
 
 impl Simulation {
@@ -54,6 +56,8 @@ impl Simulation {
             last: None,
             stewart_trinkle: StewartTrinkle::default(),
             moreau_jean: MoreauJean::default(),
+            anitescu_potra: AnitescuPotra::linearly_implicit(),
+            euler_lcp: AnitescuPotra::euler(),
             scene,
         }
     }
@@ -67,19 +71,32 @@ impl Simulation {
     pub fn set_record_lcp(&mut self, on: bool) {
         self.stewart_trinkle.record_lcp = on;
         self.moreau_jean.record_lcp = on;
+        self.anitescu_potra.record_lcp = on;
+        self.euler_lcp.record_lcp = on;
     }
 
     /// Checks the live parameters against the model.
     pub fn check_params(&self) -> Result<(), StepError> {
         validate_params(&self.params, self.model().is_planar())
-            .map_err(|(field, message)| StepError::InvalidParams { field, message })
+            .map_err(|(field, message)| StepError::InvalidParams { field, message })?;
+        if self.model().has_joints() && !self.params.stepper.supports_joints() {
+            return Err(StepError::InvalidParams {
+                field: "stepper",
+                message: format!(
+                    "the {} stepper has no joint rows; this scene's joints need anitescu-potra or euler-lcp",
+                    self.params.stepper
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Takes one step of size `params.dt`. A step whose LCP is not solved leaves
     /// the state unchanged; its report says why.
     pub fn step(&mut self) -> Result<&StepReport, StepError> {
         self.check_params()?;
-        let report = match self.params.stepper {
+        let before = self.state.clone();
+        let mut report = match self.params.stepper {
             StepperKind::StewartTrinkle => {
                 self.stewart_trinkle
                     .step(&self.scene.model, &self.params, &mut self.state)
@@ -88,7 +105,24 @@ impl Simulation {
                 self.moreau_jean
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
+            StepperKind::AnitescuPotra => {
+                self.anitescu_potra
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
+            StepperKind::EulerLcp => {
+                self.euler_lcp
+                    .step(&self.scene.model, &self.params, &mut self.state)
+            }
         };
+        let finite = |x: &f64| x.is_finite();
+        if report.status == LcpStatus::Solved
+            && !(self.state.q.iter().all(finite) && self.state.v.iter().all(finite))
+        {
+            // An explicit scheme past its stability limit overflows while every
+            // LCP is solvable: report it like a failed solve, keep the last state.
+            self.state = before;
+            report.status = LcpStatus::NumericalFailure;
+        }
         if report.status == LcpStatus::Solved {
             self.steps += 1;
         }
@@ -102,6 +136,8 @@ impl Simulation {
         self.last = None;
         self.stewart_trinkle.clear();
         self.moreau_jean.clear();
+        self.anitescu_potra.clear();
+        self.euler_lcp.clear();
     }
 
     /// Kinetic and potential energy of the current state, J.

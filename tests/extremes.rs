@@ -1,6 +1,7 @@
 //! The viewer's sliders dragged to their ends: every shipped scene, every
 //! stepper, μ ∈ {0, 2}, h ∈ {1e-5, 0.05}, k ∈ {3, 64} (spatial scenes) and
-//! NCP iterations ∈ {1, 10}. A step either succeeds or reports why; it never
+//! NCP iterations ∈ {1, 10}, damping and stiffness ∈ {0, 1e9} where the scene
+//! has dampers or springs. A step either succeeds or reports why; it never
 //! panics, never produces a non-finite state, and a failed solve leaves the
 //! state where it was.
 
@@ -29,20 +30,36 @@ fn slider_extremes_are_reported_never_panicked_on() {
         let planar = scene.model.is_planar();
         let edge_choices: &[usize] = if planar { &[2] } else { &[3, 64] };
         for stepper in StepperKind::ALL {
+            if scene.model.has_joints() && !stepper.supports_joints() {
+                continue; // refused with a message, checked in tests/anitescu_potra.rs
+            }
             for mu in [0.0, 2.0] {
                 for dt in [1e-5, 0.05] {
                     for &edges in edge_choices {
-                        for ncp in [1, 10] {
+                        for (ncp, stiff) in [(1, 0.0), (1, 1e9), (10, 0.0), (10, 1e9)] {
+                            let stiff_used =
+                                scene.model.uses_damping() || scene.model.uses_stiffness();
+                            if (stiff > 0.0 && !stiff_used)
+                                || (ncp > 1 && stepper != StepperKind::StewartTrinkle)
+                            {
+                                continue; // the same run as another combination
+                            }
                             let mut sim = Simulation::new(scene.clone());
                             sim.params.stepper = stepper;
                             sim.params.mu = mu;
                             sim.params.dt = dt;
                             sim.params.ncp_iterations = ncp;
+                            if scene.model.uses_damping() {
+                                sim.params.damping = stiff;
+                            }
+                            if scene.model.uses_stiffness() {
+                                sim.params.stiffness = stiff;
+                            }
                             if !planar {
                                 sim.params.edges = edges;
                             }
                             let what = format!(
-                                "{} {stepper} μ={mu} h={dt} k={edges} ncp={ncp}",
+                                "{} {stepper} μ={mu} h={dt} k={edges} ncp={ncp} γ=δ={stiff}",
                                 path.display()
                             );
                             let clock = std::time::Instant::now();

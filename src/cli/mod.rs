@@ -76,7 +76,7 @@ pub struct Overrides {
     /// Stiffness of the scene's springs.
     #[arg(long)]
     pub stiffness: Option<f64>,
-    /// Time-stepping scheme (stewart-trinkle, moreau-jean).
+    /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
     #[arg(long)]
     pub stepper: Option<String>,
     /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).

@@ -43,16 +43,29 @@ pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
         }
         p.restitution = e;
     }
-    if o.damping.is_some() {
-        return Err(format!(
-            "--damping: `{}` has no dampers to apply it to",
-            scene.path.display()
-        ));
+    if let Some(d) = o.damping {
+        if !scene.model.uses_damping() {
+            return Err(format!(
+                "--damping: `{}` has no dampers that take the scene-wide coefficient",
+                scene.path.display()
+            ));
+        }
+        p.damping = d;
     }
-    if o.stiffness.is_some() {
+    if let Some(k) = o.stiffness {
+        if !scene.model.uses_stiffness() {
+            return Err(format!(
+                "--stiffness: `{}` has no springs that take the scene-wide stiffness",
+                scene.path.display()
+            ));
+        }
+        p.stiffness = k;
+    }
+    if scene.model.has_joints() && !p.stepper.supports_joints() {
         return Err(format!(
-            "--stiffness: `{}` has no springs to apply it to",
-            scene.path.display()
+            "--stepper: `{}` has joints, which the {} stepper cannot hold; use anitescu-potra or euler-lcp",
+            scene.path.display(),
+            p.stepper
         ));
     }
     if let Some(n) = o.ncp_iterations {

@@ -131,7 +131,7 @@ impl LcpStatus {
             }
             Self::MaxPivots => "the pivot limit was reached; raise it or check the data",
             Self::NumericalFailure => {
-                "the basis became singular or the result failed its residual check"
+                "the basis became singular, the result failed its residual check, or the step overflowed (an explicit scheme past its stability limit)"
             }
         }
     }

@@ -6,14 +6,18 @@
 //! generalized linear systems in Glocker–Studer's form ([`linear`]). Steppers see
 //! only [`Model`], [`State`] and [`Contact`]; they never look at shapes.
 
+pub mod element;
+pub mod joint;
 pub mod linear;
 pub mod rigid;
 
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 
+pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
+pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
-pub use rigid::{Body, Dimension, HalfSpace, RigidSystem};
+pub use rigid::{Body, Dimension, HalfSpace, Load, RigidSystem};
 
 /// Positions, velocities and time of a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +116,18 @@ impl ImpactCoefficients {
     }
 }
 
+/// The stiff terms of Anitescu–Potra's linearly implicit step: M̂ (32) is
+/// M + h·`velocity` + h²·`position`, and k̂ (33) the force kept explicit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearlyImplicit {
+    /// h-coefficient: K_c(q, vˡ) + Σ δ ∇ψ∇ψᵀ (−∇_v k).
+    pub velocity: DMatrix<f64>,
+    /// h²-coefficient: Σ γ ∇φ∇φᵀ (−∇_q k).
+    pub position: DMatrix<f64>,
+    /// k̂ = k₁ − Σ γ φ ∇φ, N.
+    pub k_hat: DVector<f64>,
+}
+
 /// A model of either kind.
 #[derive(Debug, Clone)]
 pub enum Model {
@@ -156,9 +172,141 @@ impl Model {
         params: &Params,
     ) -> DVector<f64> {
         match self {
-            Self::Rigid(s) => s.forces(q, v),
+            Self::Rigid(s) => {
+                s.forces(q, v) + s.load_forces(t) + element::element_forces(s, q, v, params)
+            }
             Self::Linear(s) => s.forces(q, v, t, params),
         }
+    }
+
+    /// The non-stiff force k₁(t, q, v) of Anitescu–Potra (26): gravity and
+    /// loads (rigid), f₀ + Σ a cos(ωt + φ) (linear), N. Excludes the
+    /// gyroscopic term, the force elements and a linear system's K q + C v.
+    pub fn nonstiff_forces(&self, q: &DVector<f64>, t: f64) -> DVector<f64> {
+        match self {
+            Self::Rigid(s) => s.forces(q, &DVector::zeros(s.dof())) + s.load_forces(t),
+            Self::Linear(s) => {
+                let zero = DVector::zeros(s.dof());
+                s.forces(&zero, &zero, t, &Params::default())
+            }
+        }
+    }
+
+    /// The terms of the linearly implicit step at (q, v, t): M̂ (32) =
+    /// M + h·`velocity` + h²·`position` and k̂ (33).
+    pub fn linearly_implicit(
+        &self,
+        q: &DVector<f64>,
+        v: &DVector<f64>,
+        t: f64,
+        params: &Params,
+    ) -> LinearlyImplicit {
+        match self {
+            Self::Rigid(s) => {
+                let mut velocity = s.gyroscopic_matrix(v);
+                let mut position = DMatrix::zeros(s.dof(), s.dof());
+                let mut k_hat = self.nonstiff_forces(q, t);
+                for e in self.element_states(q, params) {
+                    let outer = &e.gradient * e.gradient.transpose();
+                    velocity += &outer * e.damping;
+                    position += &outer * e.stiffness;
+                    k_hat -= &e.gradient * (e.stiffness * e.phi);
+                }
+                LinearlyImplicit {
+                    velocity,
+                    position,
+                    k_hat,
+                }
+            }
+            // (10)–(11) with ∇_q k = −K and ∇_v k = −C: k̂ = f(t) − K q.
+            Self::Linear(s) => LinearlyImplicit {
+                velocity: s.damping.clone(),
+                position: s.stiffness.clone(),
+                k_hat: self.nonstiff_forces(q, t) - &s.stiffness * q,
+            },
+        }
+    }
+
+    /// Every force element evaluated at q (empty for linear systems).
+    pub fn element_states(&self, q: &DVector<f64>, params: &Params) -> Vec<ElementState> {
+        match self {
+            Self::Rigid(s) => s
+                .elements
+                .iter()
+                .map(|e| e.evaluate(s, q, params))
+                .collect(),
+            Self::Linear(_) => Vec::new(),
+        }
+    }
+
+    /// The joints' equality rows Θ(q) and gradients ν (none for linear systems).
+    pub fn joint_rows(&self, q: &DVector<f64>) -> JointRows {
+        match self {
+            Self::Rigid(s) => joint::joint_rows(s, q),
+            Self::Linear(s) => JointRows {
+                values: DVector::zeros(0),
+                gradients: DMatrix::zeros(s.dof(), 0),
+            },
+        }
+    }
+
+    /// Whether the model has bilateral joints (only the steppers with equality
+    /// rows, [`crate::params::StepperKind::supports_joints`], can step it).
+    pub fn has_joints(&self) -> bool {
+        matches!(self, Self::Rigid(s) if !s.joints.is_empty())
+    }
+
+    /// Whether some spring takes its stiffness from [`Params::stiffness`] (the
+    /// viewer enables its stiffness slider on this).
+    pub fn uses_stiffness(&self) -> bool {
+        matches!(self, Self::Rigid(s)
+            if s.elements.iter().any(|e| e.kind.has_spring() && e.stiffness.is_none()))
+    }
+
+    /// Whether some damper takes its coefficient from [`Params::damping`] (the
+    /// viewer enables its damping slider on this).
+    pub fn uses_damping(&self) -> bool {
+        matches!(self, Self::Rigid(s)
+            if s.elements.iter().any(|e| e.kind.has_damper() && e.damping.is_none()))
+    }
+
+    /// What to draw for each force element at q: its name and its two anchors in
+    /// world coordinates, m (a torsional element gives its bodies' centres).
+    pub fn force_element_segments(
+        &self,
+        q: &DVector<f64>,
+    ) -> Vec<(String, Vector3<f64>, Vector3<f64>)> {
+        let Self::Rigid(s) = self else {
+            return Vec::new();
+        };
+        s.elements
+            .iter()
+            .map(|e| {
+                let (pa, pb) = match e.measure {
+                    Measure::Distance => e.anchors(s, q),
+                    Measure::Angle => (
+                        s.position(q, e.a),
+                        e.b.map_or(e.anchor_b, |b| s.position(q, b)),
+                    ),
+                };
+                (e.name.clone(), pa, pb)
+            })
+            .collect()
+    }
+
+    /// What to draw for each joint at q: its name and the anchor on each side in
+    /// world coordinates, m (they coincide up to the joint drift).
+    pub fn joint_anchors(&self, q: &DVector<f64>) -> Vec<(String, Vector3<f64>, Vector3<f64>)> {
+        let Self::Rigid(s) = self else {
+            return Vec::new();
+        };
+        s.joints
+            .iter()
+            .map(|j| {
+                let (pa, pb) = j.anchors(s, q);
+                (j.name.clone(), pa, pb)
+            })
+            .collect()
     }
 
     /// The configuration reached from q moving with constant velocity v for h
@@ -183,7 +331,7 @@ impl Model {
     pub fn energy(&self, q: &DVector<f64>, v: &DVector<f64>, params: &Params) -> (f64, f64) {
         let kinetic = 0.5 * v.dot(&(self.mass_matrix() * v));
         let potential = match self {
-            Self::Rigid(s) => s.potential_energy(q),
+            Self::Rigid(s) => s.potential_energy(q) + element::spring_energy(s, q, params),
             Self::Linear(s) => s.potential_energy(q, params),
         };
         (kinetic, potential)

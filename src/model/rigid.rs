@@ -3,11 +3,13 @@
 //! M = diag(m I, J_body) is constant as in Anitescu–Potra §2.3.5), touching each
 //! other and static half-spaces.
 
+use super::element::ForceElement;
+use super::joint::Joint;
 use super::{Contact, ContactFrame, ContactId, ImpactCoefficients, Other, pyramid_directions};
 use crate::geometry::{PairContact, Shape, pair};
 use nalgebra::{
-    DMatrix, DVector, Isometry2, Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion,
-    Vector2, Vector3,
+    DMatrix, DVector, DVectorViewMut, Isometry2, Isometry3, Matrix3, Quaternion, Translation3,
+    UnitQuaternion, Vector2, Vector3,
 };
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +47,22 @@ pub struct HalfSpace {
     pub offset: f64,
 }
 
-/// Rigid bodies, static surfaces and gravity.
+/// A harmonic force a cos(ω t + φ) applied at a body's centre of mass (ω = 0,
+/// φ = 0: a constant force).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load {
+    /// The body it acts on.
+    pub body: usize,
+    /// Amplitude a, world frame, N.
+    pub amplitude: Vector3<f64>,
+    /// Angular frequency ω, rad/s.
+    pub omega: f64,
+    /// Phase φ, rad.
+    pub phase: f64,
+}
+
+/// Rigid bodies, static surfaces and gravity, with joints, force elements and
+/// external loads.
 #[derive(Debug, Clone)]
 pub struct RigidSystem {
     /// Plane or space.
@@ -60,6 +77,12 @@ pub struct RigidSystem {
     pub body_impact: Vec<ImpactCoefficients>,
     /// Newton's impact law per surface material (parallel to `surfaces`).
     pub surface_impact: Vec<ImpactCoefficients>,
+    /// Bilateral joints (Anitescu–Potra (1)); bodies they join do not collide.
+    pub joints: Vec<Joint>,
+    /// Springs and dampers (Anitescu–Potra (26)).
+    pub elements: Vec<ForceElement>,
+    /// External forces at the centres of mass.
+    pub loads: Vec<Load>,
     mass: DMatrix<f64>,
     mass_inverse: DMatrix<f64>,
 }
@@ -100,9 +123,106 @@ impl RigidSystem {
             bodies,
             surfaces,
             gravity,
+            joints: Vec::new(),
+            elements: Vec::new(),
+            loads: Vec::new(),
             mass,
             mass_inverse,
         }
+    }
+
+    /// Where a point fixed in body i's frame (`local`, m) is in the world at q.
+    pub fn world_point(&self, q: &DVector<f64>, i: usize, local: &Vector3<f64>) -> Vector3<f64> {
+        self.position(q, i) + self.rotation(q, i) * local
+    }
+
+    /// Adds sign · ∇(u·p) to `column`: the generalized gradient of the world
+    /// point `point` fixed in body i, projected on the world direction u
+    /// ([u; (r × u)_z] in the plane, [u; Rᵀ(r × u)] in space).
+    pub fn add_point_gradient(
+        &self,
+        q: &DVector<f64>,
+        i: usize,
+        point: &Vector3<f64>,
+        u: &Vector3<f64>,
+        sign: f64,
+        column: &mut DVectorViewMut<'_, f64>,
+    ) {
+        let r = point - self.position(q, i);
+        let o = i * velocity_size(self.dimension);
+        let translational = match self.dimension {
+            Dimension::Planar => 2,
+            Dimension::Spatial => 3,
+        };
+        for a in 0..translational {
+            column[o + a] += sign * u[a];
+        }
+        self.add_rotation_gradient(q, i, &r.cross(u), sign, column);
+    }
+
+    /// Adds sign · (the map from body i's velocity to ω·w) to `column`, for a
+    /// world vector w: w_z in the plane, Rᵀw on the body-axis ω in space.
+    pub fn add_rotation_gradient(
+        &self,
+        q: &DVector<f64>,
+        i: usize,
+        w: &Vector3<f64>,
+        sign: f64,
+        column: &mut DVectorViewMut<'_, f64>,
+    ) {
+        let o = i * velocity_size(self.dimension);
+        match self.dimension {
+            Dimension::Planar => column[o + 2] += sign * w.z,
+            Dimension::Spatial => {
+                let body = self.rotation(q, i).inverse() * w;
+                for a in 0..3 {
+                    column[o + 3 + a] += sign * body[a];
+                }
+            }
+        }
+    }
+
+    /// The external loads at time t as a generalized force, N.
+    pub fn load_forces(&self, t: f64) -> DVector<f64> {
+        let per = velocity_size(self.dimension);
+        let translational = match self.dimension {
+            Dimension::Planar => 2,
+            Dimension::Spatial => 3,
+        };
+        let mut k = DVector::zeros(self.dof());
+        for load in &self.loads {
+            let f = load.amplitude * (load.omega * t + load.phase).cos();
+            for a in 0..translational {
+                k[load.body * per + a] += f[a];
+            }
+        }
+        k
+    }
+
+    /// The gyroscopic matrix K_c(vˡ) of Anitescu–Potra §2.3.5 (28): with the
+    /// linear velocity in the world, only the rotational block −[𝓘ω]× remains,
+    /// so K_c(v₁) v₂ = ω₂ × 𝓘ω₁; antisymmetric (29). Zero in the plane.
+    pub fn gyroscopic_matrix(&self, v: &DVector<f64>) -> DMatrix<f64> {
+        let dof = self.dof();
+        let mut kc = DMatrix::zeros(dof, dof);
+        if self.dimension == Dimension::Planar {
+            return kc;
+        }
+        for (i, body) in self.bodies.iter().enumerate() {
+            let o = i * 6 + 3;
+            let w = Vector3::new(v[o], v[o + 1], v[o + 2]);
+            let a = body.inertia.component_mul(&w);
+            let block = -a.cross_matrix();
+            kc.view_mut((o, o), (3, 3)).copy_from(&block);
+        }
+        kc
+    }
+
+    /// Whether bodies i and j are joined (joined bodies do not collide).
+    pub fn joined(&self, i: usize, j: usize) -> bool {
+        self.joints
+            .iter()
+            .any(|jt| (jt.a == i && jt.b == Some(j)) || (jt.a == j && jt.b == Some(i)))
     }
 
     /// Number of generalized velocities.
@@ -301,6 +421,9 @@ impl RigidSystem {
         }
         for i in 0..self.bodies.len() {
             for j in i + 1..self.bodies.len() {
+                if self.joined(i, j) {
+                    continue;
+                }
                 for pc in self.pair_contacts(q, i, j, margin) {
                     let id = ContactId {
                         a: i,

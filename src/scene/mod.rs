@@ -8,11 +8,12 @@
 
 pub mod drawing;
 mod locate;
+mod mechanism;
 mod spec;
 
 pub use spec::{
-    AffineContactSpec, BodySpec, CameraHint, HarmonicSpec, LinearSpec, Orientation, RigidSpec,
-    SceneFile, SurfaceSpec, SystemSpec,
+    AffineContactSpec, BodySpec, CameraHint, ForceElementSpec, HarmonicSpec, JointKindSpec,
+    JointSpec, LinearSpec, LoadSpec, Orientation, RigidSpec, SceneFile, SurfaceSpec, SystemSpec,
 };
 
 use crate::model::rigid::{default_inertia, position_size, velocity_size};
@@ -442,6 +443,7 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     let mut system = RigidSystem::new(dim, bodies, surfaces, Vector3::from(spec.gravity));
     system.body_impact = body_impact;
     system.surface_impact = surface_impact;
+    mechanism::build_mechanism(spec, &mut system, &q, check)?;
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
 

@@ -1,7 +1,7 @@
 //! The serde types of a scene file, field by field as they appear in RON.
 
 use crate::geometry::Shape;
-use crate::model::Dimension;
+use crate::model::{Dimension, ElementKind, Measure};
 use crate::params::Params;
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,104 @@ pub struct RigidSpec {
     /// The static half-spaces.
     #[serde(default)]
     pub surfaces: Vec<SurfaceSpec>,
+    /// Bilateral joints (need the anitescu-potra or euler-lcp stepper).
+    #[serde(default)]
+    pub joints: Vec<JointSpec>,
+    /// Springs, dampers and spring–dampers.
+    #[serde(default)]
+    pub elements: Vec<ForceElementSpec>,
+    /// External forces a cos(ωt + φ) at centres of mass.
+    #[serde(default)]
+    pub loads: Vec<LoadSpec>,
+}
+
+/// What a joint constrains.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum JointKindSpec {
+    /// Planar revolute joint.
+    Pin,
+    /// Spatial ball-and-socket joint.
+    Ball,
+    /// Spatial revolute joint about this world axis (at the initial pose).
+    Hinge([f64; 3]),
+    /// No relative motion (weld), or a body fixed to the world.
+    Fixed,
+}
+
+/// A joint between two bodies, or a body and the world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JointSpec {
+    /// Unique name.
+    pub name: String,
+    /// `Pin` (plane), `Ball`, `Hinge((x, y, z))` (space) or `Fixed`.
+    pub kind: JointKindSpec,
+    /// The first body's name.
+    pub a: String,
+    /// The second body's name; omitted: the world.
+    #[serde(default)]
+    pub b: Option<String>,
+    /// The joint's point in the world at the initial pose, m.
+    pub at: [f64; 3],
+}
+
+/// A spring, damper or spring–damper. A spring part takes `stiffness` if given,
+/// else `params.stiffness`; a damper part `damping`, else `params.damping`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForceElementSpec {
+    /// Unique name.
+    pub name: String,
+    /// `Spring`, `Damper` or `SpringDamper`.
+    pub kind: ElementKind,
+    /// `Distance` between the anchors (default) or relative `Angle` (torsional).
+    #[serde(default = "default_measure")]
+    pub measure: Measure,
+    /// The first body's name.
+    pub a: String,
+    /// The second body's name; omitted: the world.
+    #[serde(default)]
+    pub b: Option<String>,
+    /// a's anchor in the world at the initial pose, m; omitted: its centre.
+    #[serde(default)]
+    pub at_a: Option<[f64; 3]>,
+    /// b's anchor in the world at the initial pose, m; omitted: its centre
+    /// (required when b is the world).
+    #[serde(default)]
+    pub at_b: Option<[f64; 3]>,
+    /// Rest length (m) or angle (rad); omitted: the initial value.
+    #[serde(default)]
+    pub rest: Option<f64>,
+    /// The twist axis of a spatial `Angle` element, world frame at the initial
+    /// pose (required there; planar elements turn about z).
+    #[serde(default)]
+    pub axis: Option<[f64; 3]>,
+    /// Own stiffness γ; omitted: `params.stiffness`.
+    #[serde(default)]
+    pub stiffness: Option<f64>,
+    /// Own damping δ; omitted: `params.damping`.
+    #[serde(default)]
+    pub damping: Option<f64>,
+}
+
+fn default_measure() -> Measure {
+    Measure::Distance
+}
+
+/// A force a cos(ωt + φ) at a body's centre of mass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// The body's name.
+    pub body: String,
+    /// Amplitude a, world frame, N.
+    pub force: [f64; 3],
+    /// ω, rad/s (0: constant).
+    #[serde(default)]
+    pub omega: f64,
+    /// φ, rad.
+    #[serde(default)]
+    pub phase: f64,
 }
 
 /// One rigid body and its initial state.

@@ -5,9 +5,11 @@
 //! Contact geometry, Jacobians and friction pyramids come from the model; the
 //! LCP assembly shared by the steppers lives in [`assembly`].
 
+pub mod anitescu_potra;
 pub mod assembly;
 pub mod glocker_studer;
 pub mod moreau_jean;
+pub mod projection;
 pub mod stewart_trinkle;
 
 use crate::lcp::{Lcp, LcpStatus};
@@ -15,6 +17,7 @@ use crate::model::{ContactFrame, ContactId};
 use nalgebra::Vector3;
 use std::time::Duration;
 
+pub use anitescu_potra::AnitescuPotra;
 pub use moreau_jean::{Impact, ImpactError, MoreauJean, impact};
 pub use stewart_trinkle::StewartTrinkle;
 

@@ -1,7 +1,7 @@
 //! Gizmos over the scene for the last step's contacts: points, normals,
 //! friction impulse arrows, friction pyramid edges, coloured by contact state.
 
-use super::sim::{Sim, physics_to_world, rigid};
+use super::sim::{PreviousState, Sim, physics_to_world, rigid};
 use crate::stepper::ContactState;
 use bevy::prelude::*;
 
@@ -18,6 +18,8 @@ pub struct OverlayOptions {
     pub pyramid: bool,
     /// Colour contacts by state (stick green, slip orange, separating grey).
     pub color_by_state: bool,
+    /// Springs, dampers and joints.
+    pub mechanism: bool,
     /// Length of a friction arrow for a force equal to the heaviest body's
     /// weight, as a fraction of the view size.
     pub arrow_scale: f32,
@@ -31,6 +33,7 @@ impl Default for OverlayOptions {
             friction: true,
             pyramid: false,
             color_by_state: true,
+            mechanism: true,
             arrow_scale: 1.0,
         }
     }
@@ -66,7 +69,7 @@ impl Plugin for OverlayPlugin {
         app.init_resource::<OverlayOptions>()
             .init_gizmo_group::<ContactGizmos>()
             .add_systems(Startup, configure_gizmos)
-            .add_systems(Update, draw_contacts);
+            .add_systems(Update, (draw_contacts, draw_mechanism));
     }
 }
 
@@ -144,6 +147,53 @@ fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<
             }
             if edges.len() == 2 {
                 gizmos.line(p + edges[0], p + edges[1], edge_color);
+            }
+        }
+    }
+}
+
+/// Force elements (teal lines between their anchors) and joints (white dots
+/// at both anchors), at q interpolated like the bodies.
+fn draw_mechanism(
+    mut gizmos: Gizmos<ContactGizmos>,
+    sim: Res<Sim>,
+    previous: Res<PreviousState>,
+    fixed: Res<Time<Fixed>>,
+    options: Res<OverlayOptions>,
+) {
+    if !options.mechanism {
+        return;
+    }
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    if system.joints.is_empty() && system.elements.is_empty() {
+        return;
+    }
+    let current = &sim.state.q;
+    let alpha = fixed.overstep_fraction_f64().clamp(0.0, 1.0);
+    let q = if previous.q.len() == current.len() && alpha < 1.0 {
+        &previous.q + (current - &previous.q) * alpha
+    } else {
+        current.clone()
+    };
+    let to_world = physics_to_world(system.dimension);
+    let view = (sim.scene.camera.distance as f32).clamp(1e-3, 1e4);
+    let dot = 0.008 * view;
+    let spring = Color::srgb(0.2, 0.85, 0.85);
+    for (_, a, b) in sim.model().force_element_segments(&q) {
+        let (a, b) = (to_world * v3(&a), to_world * v3(&b));
+        if a.is_finite() && b.is_finite() {
+            gizmos.line(a, b, spring);
+            gizmos.sphere(Isometry3d::from_translation(a), 0.6 * dot, spring);
+            gizmos.sphere(Isometry3d::from_translation(b), 0.6 * dot, spring);
+        }
+    }
+    for (_, a, b) in sim.model().joint_anchors(&q) {
+        for p in [a, b] {
+            let p = to_world * v3(&p);
+            if p.is_finite() {
+                gizmos.sphere(Isometry3d::from_translation(p), 1.2 * dot, Color::WHITE);
             }
         }
     }

@@ -383,6 +383,9 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
     let planar = sim.model().is_planar();
     let linear = matches!(sim.model(), Model::Linear(_));
     let stepper = sim.params.stepper;
+    let uses_damping = sim.model().uses_damping();
+    let uses_stiffness = sim.model().uses_stiffness();
+    let joints = sim.model().has_joints();
     egui::CollapsingHeader::new("Parameters")
         .default_open(true)
         .show(ui, |ui| {
@@ -418,28 +421,43 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
                 "The {stepper} stepper is inelastic by construction: it has no restitution coefficient"
             ));
             ui.add_enabled(
-                false,
-                egui::Slider::new(&mut params.damping, 0.0..=100.0).text("damping"),
+                uses_damping,
+                egui::Slider::new(&mut params.damping, 0.0..=1e9)
+                    .logarithmic(true)
+                    .smallest_positive(1e-2)
+                    .text("damping δ (N·s/m)")
+                    .custom_formatter(|v, _| format!("{v:.3e}")),
             )
+            .on_hover_text("Every damper without its own coefficient in the scene file")
             .on_disabled_hover_text(if linear {
                 "A linear system's damping matrix C comes from its scene file; no damper uses this coefficient"
             } else {
-                "This scene has no dampers for the coefficient to act on"
+                "This scene has no dampers that take the scene-wide coefficient"
             });
             ui.add_enabled(
-                false,
-                egui::Slider::new(&mut params.stiffness, 0.0..=1e4).text("stiffness"),
+                uses_stiffness,
+                egui::Slider::new(&mut params.stiffness, 0.0..=1e9)
+                    .logarithmic(true)
+                    .smallest_positive(1e-2)
+                    .text("stiffness γ (N/m)")
+                    .custom_formatter(|v, _| format!("{v:.3e}")),
             )
+            .on_hover_text("Every spring without its own stiffness in the scene file")
             .on_disabled_hover_text(if linear {
                 "A linear system's stiffness matrix K comes from its scene file; no spring uses this coefficient"
             } else {
-                "This scene has no springs for the coefficient to act on"
+                "This scene has no springs that take the scene-wide stiffness"
             });
             egui::ComboBox::from_label("stepper")
                 .selected_text(params.stepper.name())
                 .show_ui(ui, |ui| {
                     for kind in StepperKind::ALL {
-                        ui.selectable_value(&mut params.stepper, kind, kind.name());
+                        if joints && !kind.supports_joints() {
+                            ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
+                                .on_disabled_hover_text("No joint rows: this scene has joints");
+                        } else {
+                            ui.selectable_value(&mut params.stepper, kind, kind.name());
+                        }
                     }
                 });
         });
@@ -457,6 +475,7 @@ fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions) {
                 ui.checkbox(&mut overlay.friction, "friction impulse");
                 ui.checkbox(&mut overlay.pyramid, "friction pyramid");
             });
+            ui.checkbox(&mut overlay.mechanism, "springs, dampers and joints");
             ui.horizontal(|ui| {
                 ui.checkbox(&mut overlay.color_by_state, "colour by state:");
                 ui.colored_label(to_egui(STICK), "stick");
