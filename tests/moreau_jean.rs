@@ -123,9 +123,10 @@ fn check_woodpecker(h: f64, descent_tolerance: f64) {
 fn woodpecker_limit_cycle_at_h_1e_4() {
     // At h = 1e-4 the velocity-level scheme lets the sleeve's edges overlap the
     // pole by up to 12 µm (against a clearance of 0.6 mm), which changes the
-    // jammed angle from one period to the next: each period's descent is within
-    // 3 % of the mean, the mean within 1 % of h = 2e-5's.
-    check_woodpecker(1e-4, 0.03);
+    // jammed angle from one period to the next: over the scene's 1.5 s each
+    // period's descent is within 2 % of the mean (1.96 % at worst; over 3 s it
+    // reaches 3.3 %), and the mean is within 1 % of h = 2e-5's.
+    check_woodpecker(1e-4, 0.02);
     let coarse = woodpecker(1e-4, 1.5);
     let fine = woodpecker(2e-5, 1.5);
     let mean = |w: &Woodpecker| {
