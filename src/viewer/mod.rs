@@ -8,10 +8,12 @@
 //! - [`camera`]: orthographic (planar) and orbit (spatial) cameras.
 //! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
+//! - [`record`]: deterministic video capture (Record button, `contactlab record`).
 
 pub mod camera;
 pub mod overlay;
 pub mod panel;
+pub mod record;
 pub mod screenshot;
 pub mod sim;
 pub mod visuals;
@@ -103,7 +105,8 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
         error: None,
     })
     .add_plugins(SimPlugin::new(simulation))
-    .add_plugins(ViewerPlugin);
+    .add_plugins(ViewerPlugin)
+    .add_plugins(record::RecordPlugin);
     let failure = screenshot::Failure::default();
     if let Some(target) = args.screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin {
