@@ -305,7 +305,7 @@ fn bad_arguments_are_refused_cleanly() {
         &["--out", &out("clip.mp4"), "--speed", "0"],
         "--speed 0",
     );
-    refused(&dir, &["--out", &out("clip.mp4"), "--mu", "-1"], "--mu");
+    refused(&dir, &["--out", &out("clip.mp4"), "--mu=-1"], "--mu");
     refused(
         &dir,
         &["--out", "/nonexistent-contactlab-dir/clip.mp4"],
