@@ -128,6 +128,10 @@ pub struct RecordArgs {
     /// Include the viewer's side panel.
     #[arg(long)]
     pub with_panel: bool,
+    /// Multisample anti-aliasing of the 3D view: 1 (off), 2, 4 or 8 samples
+    /// per pixel. Software renderers draw much faster with 1.
+    #[arg(long, default_value_t = 4)]
+    pub msaa: u32,
     /// Parameter overrides (`--duration` is the simulated time recorded).
     #[command(flatten)]
     pub overrides: Overrides,

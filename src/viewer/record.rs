@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Frames requested from the GPU but not yet read back, at most.
-const MAX_IN_FLIGHT: u64 = 3;
+const MAX_IN_FLIGHT: u64 = 6;
 /// Frames the encoder thread may queue.
 const ENCODER_QUEUE: usize = 4;
 /// Frames rendered before the first capture once the window has its size (the
@@ -55,6 +55,8 @@ pub struct RecordSettings {
     pub overlay: bool,
     /// Where the viewer's recordings go.
     pub dir: PathBuf,
+    /// Samples per pixel of the 3D view (1 = off, 2, 4, 8).
+    pub msaa: u32,
     /// Start or stop at the next frame (the button, F9).
     pub toggle: bool,
     /// The last recording's result, for the panel.
@@ -71,6 +73,7 @@ impl Default for RecordSettings {
             with_panel: false,
             overlay: true,
             dir: PathBuf::from("recordings"),
+            msaa: 4,
             toggle: false,
             outcome: None,
         }
@@ -193,6 +196,9 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
             args.speed
         ));
     }
+    if ![1, 2, 4, 8].contains(&args.msaa) {
+        return Err(format!("--msaa {}: must be 1, 2, 4 or 8", args.msaa));
+    }
     let spec = VideoSpec::new(args.out.clone(), width, height, args.fps)?;
     debug_assert_eq!(spec.format, format);
     let simulation = super::load_simulation(&args.scene, &args.overrides)?;
@@ -214,6 +220,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         format,
         with_panel: args.with_panel,
         overlay: args.overlay,
+        msaa: args.msaa,
         ..RecordSettings::default()
     };
     let progress = ProgressBar::new(frames);
@@ -286,6 +293,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         outcome: outcome.clone(),
     })
     .add_systems(Startup, hide_panel_unless_wanted)
+    .add_systems(PostUpdate, set_msaa)
     .add_systems(EguiPrimaryContextPass, burn_in_overlay);
     add_capture_systems(&mut app);
     let exit = app.run();
@@ -310,6 +318,24 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
 
 fn hide_panel_unless_wanted(settings: Res<RecordSettings>, mut layout: ResMut<PanelLayout>) {
     layout.visible = settings.with_panel;
+}
+
+/// Multisampling of the recording camera (`--msaa`).
+fn set_msaa(
+    settings: Res<RecordSettings>,
+    mut cameras: Query<&mut Msaa, With<super::camera::MainCamera>>,
+) {
+    for mut msaa in &mut cameras {
+        let wanted = match settings.msaa {
+            1 => Msaa::Off,
+            2 => Msaa::Sample2,
+            8 => Msaa::Sample8,
+            _ => Msaa::Sample4,
+        };
+        if *msaa != wanted {
+            *msaa = wanted;
+        }
+    }
 }
 
 /// F9 starts and stops a recording.
