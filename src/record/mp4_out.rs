@@ -146,7 +146,7 @@ impl Mp4Out {
             self.writer = Some(writer);
         }
         let mut sample = Vec::with_capacity(annexb.len() + 16);
-        for nal in nals.iter().filter(|n| !matches!(nal_type(n), 7 | 8 | 9)) {
+        for nal in nals.iter().filter(|n| !matches!(nal_type(n), 7..=9)) {
             sample.extend_from_slice(&(nal.len() as u32).to_be_bytes());
             sample.extend_from_slice(nal);
         }
