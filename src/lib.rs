@@ -13,6 +13,9 @@ pub mod model;
 pub mod params;
 pub mod scene;
 pub mod sim;
+
+#[cfg(feature = "video")]
+pub mod record;
 pub mod stepper;
 
 #[cfg(feature = "viewer")]

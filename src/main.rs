@@ -1,4 +1,4 @@
-//! The `contactlab` binary: the viewer (feature `viewer`), `run` and `lcp`.
+//! The `contactlab` binary: the viewer and `record` (feature `viewer`), `run` and `lcp`.
 
 use clap::Parser;
 use contactlab::cli::{Cli, dispatch};
@@ -7,6 +7,10 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        #[cfg(feature = "viewer")]
+        Some(contactlab::cli::Command::Record(args)) => {
+            contactlab::viewer::record::record_command(&args)
+        }
         Some(command) => dispatch(command),
         None => open_viewer(cli.view),
     };

@@ -11,11 +11,13 @@
 //! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
 //! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
+//! - [`record`]: deterministic video capture (Record button, `contactlab record`).
 
 pub mod camera;
 pub mod drawing;
 pub mod overlay;
 pub mod panel;
+pub mod record;
 pub mod reload;
 pub mod screenshot;
 pub mod sim;
@@ -125,7 +127,8 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     )
     .insert_resource(SceneSource::new(path, args.overrides.clone()))
     .add_plugins(SimPlugin::new(simulation))
-    .add_plugins(ViewerPlugin);
+    .add_plugins(ViewerPlugin)
+    .add_plugins(record::RecordPlugin);
     let failure = screenshot::Failure::default();
     if let Some(target) = args.screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin {

@@ -136,6 +136,10 @@ fn panel_ui(
     mut source: ResMut<SceneSource>,
     mut pending: ResMut<PendingLoad>,
     mut list: Local<SceneList>,
+    (mut record, recording): (
+        Option<ResMut<super::record::RecordSettings>>,
+        Option<Res<super::record::Recording>>,
+    ),
 ) {
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
@@ -166,6 +170,10 @@ fn panel_ui(
     );
     if !layout.visible {
         layout.width = 0.0;
+        if recording.is_some() {
+            // Hidden for a recording: nothing of the panel in the frames.
+            return;
+        }
         egui::Area::new(egui::Id::new("panel hint"))
             .anchor(egui::Align2::LEFT_TOP, egui::vec2(8.0, 8.0))
             .show(&ctx, |ui| {
@@ -223,6 +231,10 @@ fn panel_ui(
                         backdrop.light = light;
                     }
                     ui.separator();
+                    if let Some(record) = record.as_deref_mut() {
+                        super::record::record_section(ui, record, recording.as_deref());
+                        ui.separator();
+                    }
                     plots(ui, &history);
                     ui.separator();
                     help(ui, sim.model().is_planar());

@@ -1,0 +1,381 @@
+//! `contactlab record` as a user runs it: MP4, GIF and PNG output, determinism
+//! and bad arguments. The recordings render a window, so they need a display
+//! (`.ci/run` runs the tests under Xvfb); without one they are skipped with a
+//! message. The bad-argument tests need none.
+#![cfg(feature = "viewer")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One recording at a time: each renders on the CPU (llvmpipe).
+static RENDER: Mutex<()> = Mutex::new(());
+
+fn contactlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_contactlab"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("contactlab-rec-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn have_display() -> bool {
+    let ok = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !ok {
+        eprintln!("no display: recording test skipped (run under xvfb-run, as .ci/run does)");
+    }
+    ok
+}
+
+fn record(args: &[&str]) -> Output {
+    let _guard = RENDER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut all = vec!["record"];
+    all.extend_from_slice(args);
+    let out = contactlab(&all);
+    assert!(
+        out.status.success(),
+        "contactlab {all:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The Annex B stream of sample `i` (1-based) of the MP4's video track, with
+/// SPS and PPS in front of the first.
+fn annex_b(
+    reader: &mut mp4::Mp4Reader<std::io::BufReader<std::fs::File>>,
+    track: u32,
+    i: u32,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    if i == 1 {
+        let t = &reader.tracks()[&track];
+        for ps in [
+            t.sequence_parameter_set().expect("sps").to_vec(),
+            t.picture_parameter_set().expect("pps").to_vec(),
+        ] {
+            out.extend_from_slice(&[0, 0, 0, 1]);
+            out.extend_from_slice(&ps);
+        }
+    }
+    let sample = reader
+        .read_sample(track, i)
+        .expect("sample reads")
+        .expect("sample exists");
+    let mut b: &[u8] = &sample.bytes;
+    while b.len() >= 4 {
+        let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        out.extend_from_slice(&[0, 0, 0, 1]);
+        out.extend_from_slice(&b[4..4 + n]);
+        b = &b[4 + n..];
+    }
+    out
+}
+
+#[test]
+fn mp4_of_the_rod_has_one_h264_track_of_30_frames() {
+    if !have_display() {
+        return;
+    }
+    let dir = temp_dir("mp4");
+    let file = dir.join("rod.mp4");
+    record(&[
+        "scenes/rod.ron",
+        "--out",
+        s(&file),
+        "--fps",
+        "30",
+        "--duration",
+        "1",
+        "--size",
+        "320x240",
+    ]);
+
+    // An independent reader (Mozilla's mp4parse).
+    let mut f = std::fs::File::open(&file).expect("mp4 written");
+    let context = mp4parse::read_mp4(&mut f).expect("mp4parse reads it");
+    assert_eq!(context.tracks.len(), 1, "one track");
+    let track = &context.tracks[0];
+    assert_eq!(track.track_type, mp4parse::TrackType::Video);
+    let stsd = track.stsd.as_ref().expect("sample description");
+    assert_eq!(stsd.descriptions.len(), 1);
+    let mp4parse::SampleEntry::Video(entry) = &stsd.descriptions[0] else {
+        panic!("not a video sample entry: {:?}", stsd.descriptions[0]);
+    };
+    assert_eq!(entry.codec_type, mp4parse::CodecType::H264);
+    assert_eq!((entry.width, entry.height), (320, 240));
+    let tkhd = track.tkhd.as_ref().expect("track header");
+    assert_eq!((tkhd.width >> 16, tkhd.height >> 16), (320, 240));
+    let stsz = track.stsz.as_ref().expect("sample sizes");
+    let samples = if stsz.sample_size > 0 {
+        track.stts.as_ref().map_or(0, |t| {
+            t.samples.iter().map(|s| s.sample_count as usize).sum()
+        })
+    } else {
+        stsz.sample_sizes.len()
+    };
+    assert_eq!(samples, 30, "30 samples");
+    let (duration, timescale) = (
+        track.duration.as_ref().expect("duration").0 as f64,
+        track.timescale.as_ref().expect("timescale").0 as f64,
+    );
+    let seconds = duration / timescale;
+    assert!(
+        (seconds - 1.0).abs() <= 1.0 / 30.0 + 1e-9,
+        "track lasts {seconds} s"
+    );
+
+    // Decode: the first frame and a later one differ (the rod moved).
+    let mut reader = mp4::read_mp4(std::fs::File::open(&file).expect("open")).expect("mp4 reads");
+    let id = *reader.tracks().keys().next().expect("a track");
+    let mut decoder = openh264::decoder::Decoder::new().expect("decoder");
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for i in 1..=30u32 {
+        let packet = annex_b(&mut reader, id, i);
+        if let Some(yuv) = decoder.decode(&packet).expect("decodes") {
+            use openh264::formats::YUVSource;
+            let (w, h) = yuv.dimensions();
+            assert_eq!((w, h), (320, 240));
+            let mut rgb = vec![0u8; w * h * 3];
+            yuv.write_rgb8(&mut rgb);
+            frames.push(rgb);
+        }
+    }
+    for rest in decoder.flush_remaining().expect("flush") {
+        let mut rgb = vec![0u8; 320 * 240 * 3];
+        rest.write_rgb8(&mut rgb);
+        frames.push(rgb);
+    }
+    assert_eq!(frames.len(), 30, "every sample decodes to a picture");
+    let changed = frames[0]
+        .chunks_exact(3)
+        .zip(frames[20].chunks_exact(3))
+        .filter(|(a, b)| a.iter().zip(b.iter()).any(|(x, y)| x.abs_diff(*y) > 40))
+        .count();
+    assert!(
+        changed > 200,
+        "frames 0 and 20 differ in only {changed} pixels"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn gif_has_the_expected_frames_and_size() {
+    if !have_display() {
+        return;
+    }
+    let dir = temp_dir("gif");
+    let file = dir.join("balls.gif");
+    record(&[
+        "scenes/four_balls.ron",
+        "--out",
+        s(&file),
+        "--fps",
+        "20",
+        "--duration",
+        "0.6",
+        "--speed",
+        "0.5",
+        "--size",
+        "200x150",
+        "--overlay",
+    ]);
+    let f = std::fs::File::open(&file).expect("gif written");
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = options.read_info(f).expect("gif decodes");
+    assert_eq!((decoder.width(), decoder.height()), (200, 150));
+    assert_eq!(decoder.repeat(), gif::Repeat::Infinite, "loops");
+    let mut frames = 0;
+    let mut centiseconds = 0u32;
+    while let Some(frame) = decoder.read_next_frame().expect("frame decodes") {
+        frames += 1;
+        centiseconds += u32::from(frame.delay);
+    }
+    // 0.6 s simulated at half speed is 1.2 s of video: 24 frames at 20 fps.
+    assert_eq!(frames, 24);
+    assert_eq!(centiseconds, 120);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn png_sequences_are_byte_identical() {
+    if !have_display() {
+        return;
+    }
+    let dir = temp_dir("png");
+    let runs = [dir.join("a"), dir.join("b")];
+    for run in &runs {
+        let out = format!("{}/", s(run));
+        record(&[
+            "scenes/four_balls.ron",
+            "--out",
+            &out,
+            "--fps",
+            "25",
+            "--duration",
+            "0.4",
+            "--size",
+            "240x160",
+            "--overlay",
+        ]);
+    }
+    let read = |d: &Path, i: usize| {
+        std::fs::read(d.join(format!("frame_{i:06}.png"))).expect("frame written")
+    };
+    for run in &runs {
+        let names: Vec<String> = std::fs::read_dir(run)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 10, "10 frames, nothing else: {names:?}");
+    }
+    for i in 0..10 {
+        assert!(
+            read(&runs[0], i) == read(&runs[1], i),
+            "frame {i} differs between runs"
+        );
+    }
+    assert!(read(&runs[0], 0) != read(&runs[0], 9), "the scene moves");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bad invocation: non-zero exit, one line on stderr, nothing left in `dir`.
+fn refused(dir: &Path, args: &[&str], expect: &str) {
+    let mut all = vec!["record", "scenes/rod.ron", "--duration", "0.1"];
+    all.extend_from_slice(args);
+    let out = contactlab(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{all:?} succeeded");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{all:?}: one line, got:\n{stderr}"
+    );
+    assert!(
+        stderr.starts_with("contactlab: ") && stderr.contains(expect),
+        "{all:?}: {stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert!(left.is_empty(), "{all:?} left {left:?}");
+}
+
+#[test]
+fn bad_arguments_are_refused_cleanly() {
+    let dir = temp_dir("bad");
+    let out = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    refused(
+        &dir,
+        &["--out", &out("clip.avi")],
+        "unknown extension `.avi`",
+    );
+    refused(&dir, &["--out", &out("clip")], "unknown format");
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--size", "321x240"],
+        "even width and height",
+    );
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--size", "big"],
+        "--size big",
+    );
+    refused(&dir, &["--out", &out("clip.mp4"), "--fps", "0"], "--fps 0");
+    refused(
+        &dir,
+        &["--out", &out("clip.gif"), "--fps", "60"],
+        "--fps 60",
+    );
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--speed", "0"],
+        "--speed 0",
+    );
+    refused(&dir, &["--out", &out("clip.mp4"), "--mu=-1"], "--mu");
+    refused(
+        &dir,
+        &["--out", "/nonexistent-contactlab-dir/clip.mp4"],
+        "/nonexistent-contactlab-dir/clip.mp4",
+    );
+    refused(
+        &dir,
+        &["--out", "/nonexistent-contactlab-dir/frames/"],
+        "/nonexistent-contactlab-dir/frames",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_abandoned_writer_leaves_nothing() {
+    use contactlab::record::{VideoSpec, VideoWriter};
+    let dir = temp_dir("abandon");
+    for name in ["a.mp4", "a.gif", "frames/"] {
+        let path = dir.join(name);
+        let spec = VideoSpec::new(path.clone(), 64, 48, 30).expect("spec");
+        let mut writer = VideoWriter::create(&spec).expect("writer");
+        let frame: Vec<u8> = (0..64 * 48 * 4).map(|i| (i % 251) as u8).collect();
+        writer.push(&frame).expect("frame");
+        assert!(
+            writer.push(&frame[..10]).is_err(),
+            "a short frame is refused"
+        );
+        drop(writer);
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert!(left.is_empty(), "{name}: left {left:?}");
+    }
+    // The same through the encoder thread: dropped unfinished, nothing stays.
+    {
+        use contactlab::record::{EncoderThread, FramePixels, PixelOrder};
+        let spec = VideoSpec::new(dir.join("c.mp4"), 64, 48, 30).expect("spec");
+        let thread = EncoderThread::spawn(VideoWriter::create(&spec).expect("writer"), 2);
+        for _ in 0..3 {
+            assert!(thread.push(FramePixels {
+                width: 64,
+                height: 48,
+                order: PixelOrder::Bgra,
+                pixels: vec![90; 64 * 48 * 4],
+            }));
+        }
+        drop(thread);
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert!(left.is_empty(), "encoder thread: left {left:?}");
+    }
+    // And a finished one is complete, under its own name only.
+    let path = dir.join("b.gif");
+    let spec = VideoSpec::new(path.clone(), 64, 48, 30).expect("spec");
+    let mut writer = VideoWriter::create(&spec).expect("writer");
+    for k in 0..3u8 {
+        let frame: Vec<u8> = (0..64 * 48 * 4)
+            .map(|i| (i as u8).wrapping_mul(k + 1))
+            .collect();
+        writer.push(&frame).expect("frame");
+    }
+    let summary = writer.finish().expect("finish");
+    assert_eq!(summary.frames, 3);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("b.gif")]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
