@@ -261,9 +261,9 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         unfocused_mode: bevy::winit::UpdateMode::Continuous,
     })
     .insert_resource(super::SceneSource {
-        path: args.scene.clone(),
-        overrides: args.overrides.clone(),
-        error: None,
+        // A recording is reproducible: no reload while it runs.
+        watch: false,
+        ..super::SceneSource::new(args.scene.clone(), args.overrides.clone())
     })
     .add_plugins(super::SimPlugin::new(simulation))
     .add_plugins(super::ViewerPlugin)
@@ -727,6 +727,9 @@ pub fn overlay_text(sim: &Sim) -> String {
     let k = if sim.model().is_planar() { 2 } else { p.edges };
     let stepper = match p.stepper {
         StepperKind::StewartTrinkle => "Stewart–Trinkle",
+        StepperKind::MoreauJean => "Moreau–Jean",
+        StepperKind::AnitescuPotra => "Anitescu–Potra",
+        StepperKind::EulerLcp => "Euler LCP",
     };
     format!(
         "{}   t = {:.3} s\nμ = {:.2}   e = {e}   h = {} s   k = {k}   {stepper}",
