@@ -9,7 +9,7 @@ use mp4::{AvcConfig, MediaConfig, Mp4Config, Mp4Sample, Mp4Writer, TrackConfig, 
 use openh264::OpenH264API;
 use openh264::encoder::{
     BitRate, Complexity, Encoder, EncoderConfig, FrameRate, FrameType, IntraFramePeriod,
-    RateControlMode, UsageType,
+    MatrixCoefficients, RateControlMode, UsageType, VuiConfig,
 };
 use openh264::formats::{RgbaSliceU8, YUVBuffer};
 use std::fs::File;
@@ -18,8 +18,10 @@ use std::io::{BufWriter, Seek, Write};
 /// Ticks per frame of the track's time scale (time scale = fps × this).
 const TICKS: u32 = 1000;
 
-/// Bits per pixel per frame the rate control aims at.
-const BITS_PER_PIXEL: f64 = 0.1;
+/// Bits per pixel per frame the rate control aims at: at 0.1 the blocks a
+/// moving body left kept speckles of its colour; 0.3 (17 Mbit/s at 1280×720,
+/// 60 fps) leaves none.
+const BITS_PER_PIXEL: f64 = 0.3;
 
 pub(super) struct Mp4Out {
     encoder: Encoder,
@@ -71,12 +73,20 @@ impl Mp4Out {
         let pixels = spec.width as f64 * spec.height as f64;
         let bitrate = (pixels * spec.fps as f64 * BITS_PER_PIXEL).clamp(2e5, 5e7) as u32;
         let config = EncoderConfig::new()
-            .usage_type(UsageType::ScreenContentRealTime)
+            .usage_type(UsageType::CameraVideoRealTime)
             .max_frame_rate(FrameRate::from_hz(spec.fps as f32))
             .bitrate(BitRate::from_bps(bitrate))
-            .rate_control_mode(RateControlMode::Quality)
+            // Every frame is kept (no skipping: the video is frame-exact).
+            // The buffer-based mode is the one of those that does not print
+            // a warning about it on stderr.
+            .rate_control_mode(RateControlMode::Bufferbased)
             .skip_frames(false)
-            .complexity(Complexity::Low)
+            .complexity(Complexity::Medium)
+            .adaptive_quantization(false)
+            .background_detection(false)
+            // openh264's RGB → YUV conversion is BT.601, limited range: say
+            // so, or players assume BT.709 for HD sizes and shift the colours.
+            .vui(VuiConfig::bt709().matrix_coefficients(MatrixCoefficients::Smpte170M))
             .intra_frame_period(IntraFramePeriod::from_num_frames(spec.fps * 2));
         let encoder = Encoder::with_api_config(OpenH264API::from_source(), config)
             .map_err(|e| format!("H.264 encoder: {e}"))?;

@@ -8,8 +8,10 @@ use super::panel::PanelLayout;
 use super::sim::{SceneEpoch, Sim, physics_to_world};
 use crate::model::Dimension;
 use bevy::camera::visibility::RenderLayers;
-use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
+use bevy::camera::{CameraOutputMode, RenderTarget, ScalingMode, Viewport};
+use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll, MouseScrollUnit};
+use bevy::light::{CascadeShadowConfig, CascadeShadowConfigBuilder, ShadowFilteringMethod};
 use bevy::prelude::*;
 use bevy::render::render_resource::BlendState;
 use bevy::window::PrimaryWindow;
@@ -81,7 +83,7 @@ impl ViewRig {
     fn transform(&self) -> Transform {
         match *self {
             Self::Planar { center, .. } => {
-                Transform::from_xyz(center.x, center.y, 100.0).looking_to(Vec3::NEG_Z, Vec3::Y)
+                Transform::from_xyz(center.x, center.y, PLANAR_EYE).looking_to(Vec3::NEG_Z, Vec3::Y)
             }
             Self::Orbit {
                 target,
@@ -92,6 +94,21 @@ impl ViewRig {
                 let rotation = Quat::from_euler(EulerRot::YXZ, yaw, pitch, 0.0);
                 Transform::from_translation(target + rotation * Vec3::Z * distance)
                     .with_rotation(rotation)
+            }
+        }
+    }
+
+    /// Distances from the camera between which shadows are drawn, m.
+    fn shadow_range(&self) -> (f32, f32) {
+        match *self {
+            // The planar camera stands PLANAR_EYE in front of the z = 0 plane.
+            Self::Planar { half_height, .. } => {
+                let reach = (2.0 * half_height).clamp(1e-3, 0.9 * PLANAR_EYE);
+                (PLANAR_EYE - reach, PLANAR_EYE + reach)
+            }
+            Self::Orbit { distance, .. } => {
+                let distance = distance.clamp(1e-3, 1e5);
+                (0.02 * distance, 3.0 * distance)
             }
         }
     }
@@ -116,6 +133,9 @@ impl ViewRig {
     }
 }
 
+/// Distance of the planar (orthographic) camera from the z = 0 plane, m.
+const PLANAR_EYE: f32 = 100.0;
+
 /// Vertical field of view of the orbit camera, rad.
 const FOV: f32 = std::f32::consts::FRAC_PI_4;
 
@@ -125,34 +145,72 @@ pub struct CameraPlugin;
 impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
         app.add_systems(Startup, spawn_cameras)
-            .add_systems(Update, (frame_scene, camera_controls, apply_rig).chain())
+            .add_systems(
+                Update,
+                (frame_scene, camera_controls, apply_rig, fit_shadows).chain(),
+            )
             .add_systems(PostUpdate, fit_viewport);
     }
 }
 
-fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, sim: Res<Sim>) {
-    // The egui context lives on its own camera over the whole window, so the
-    // 3D camera's viewport can leave out the panel.
+/// Where the cameras render instead of the window: `contactlab record` draws
+/// into an image of the video's size and reads it back.
+#[derive(Resource, Debug, Clone)]
+pub struct OffscreenTarget {
+    /// The render target.
+    pub image: Handle<Image>,
+    /// Draw the egui panel too (on its own camera, as in the viewer); without
+    /// it the egui context (the overlay) sits on the scene camera, which saves
+    /// a full-frame composite per frame.
+    pub panel: bool,
+}
+
+fn spawn_cameras(
+    mut commands: Commands,
+    mut egui: ResMut<EguiGlobalSettings>,
+    sim: Res<Sim>,
+    offscreen: Option<Res<OffscreenTarget>>,
+) {
     egui.auto_create_primary_context = false;
+    let target = offscreen.as_ref().map_or_else(RenderTarget::default, |o| {
+        RenderTarget::Image(o.image.clone().into())
+    });
     let rig = ViewRig::for_scene(&sim);
-    commands.spawn((
-        Name::new("camera"),
-        MainCamera,
-        Camera3d::default(),
-        Camera {
-            order: 0,
-            ..default()
-        },
-        rig.projection(),
-        rig.transform(),
-        rig,
-        Msaa::Sample4,
-    ));
+    let main = commands
+        .spawn((
+            Name::new("camera"),
+            MainCamera,
+            Camera3d::default(),
+            Camera {
+                order: 0,
+                ..default()
+            },
+            target.clone(),
+            rig.projection(),
+            rig.transform(),
+            rig,
+            Msaa::Sample4,
+            // Colours as given: the lab material is display-referred, not HDR.
+            Tonemapping::None,
+            ShadowFilteringMethod::Hardware2x2,
+        ))
+        .id();
+    if offscreen.is_some_and(|o| !o.panel) {
+        commands.entity(main).insert(PrimaryEguiContext);
+        return;
+    }
+    // The egui context lives on its own camera over the whole target, so the
+    // 3D camera's viewport can leave out the panel.
     commands.spawn((
         Name::new("ui camera"),
         PrimaryEguiContext,
         Camera2d,
         RenderLayers::none(),
+        target,
+        // It draws only egui's flat shapes: no multisampled target to clear
+        // and resolve, no tonemapping.
+        Msaa::Off,
+        Tonemapping::None,
         Camera {
             order: 1,
             output_mode: CameraOutputMode::Write {
@@ -257,6 +315,26 @@ fn camera_controls(
 }
 
 /// The camera components the rig drives.
+/// One shadow cascade around what the camera frames, refitted when the view
+/// changes: sharper than Bevy's default of four cascades out to 150 m, and one
+/// shadow map to render instead of four.
+fn fit_shadows(
+    rig: Single<&ViewRig, (With<MainCamera>, Changed<ViewRig>)>,
+    mut lights: Query<&mut CascadeShadowConfig, With<DirectionalLight>>,
+) {
+    let (near, far) = rig.shadow_range();
+    for mut config in &mut lights {
+        *config = CascadeShadowConfigBuilder {
+            num_cascades: 1,
+            minimum_distance: near,
+            maximum_distance: far,
+            first_cascade_far_bound: far,
+            overlap_proportion: 0.2,
+        }
+        .build();
+    }
+}
+
 type RigView<'a> = (&'a ViewRig, &'a mut Transform, &'a mut Projection);
 
 fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) {
@@ -267,14 +345,15 @@ fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) 
 }
 
 /// Keeps the 3D view out from under the panel.
-fn fit_viewport(
-    layout: Res<PanelLayout>,
-    window: Single<&Window, With<PrimaryWindow>>,
-    mut camera: Single<&mut Camera, With<MainCamera>>,
-) {
-    let size = UVec2::new(window.physical_width(), window.physical_height());
+fn fit_viewport(layout: Res<PanelLayout>, mut camera: Single<&mut Camera, With<MainCamera>>) {
+    let (Some(size), Some(scale)) = (
+        camera.physical_target_size(),
+        camera.target_scaling_factor(),
+    ) else {
+        return;
+    };
     let left = if layout.visible {
-        (layout.width * window.scale_factor()).round().max(0.0) as u32
+        (layout.width * scale).round().max(0.0) as u32
     } else {
         0
     };

@@ -4,10 +4,12 @@
 //! viewer shows of it. Parts are flat meshes in the z = 0 plane, posed from q
 //! interpolated between the last two states like the bodies.
 
+use super::material::LabMaterial;
 use super::sim::{PreviousState, SceneEpoch, Sim, SimSystems};
 use super::visuals::PALETTE;
 use crate::scene::drawing::{Part, Sketch};
 use bevy::asset::RenderAssetUsages;
+use bevy::light::NotShadowCaster;
 use bevy::mesh::{Indices, PrimitiveTopology};
 use bevy::prelude::*;
 use nalgebra::DVector;
@@ -44,7 +46,7 @@ fn spawn_drawing(
     mut spawned: Local<Option<SceneEpoch>>,
     roots: Query<Entity, With<DrawingRoot>>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<StandardMaterial>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
 ) {
     if *spawned == Some(*epoch) {
         return;
@@ -69,13 +71,11 @@ fn spawn_drawing(
             .color
             .filter(|c| c.iter().all(|x| x.is_finite()))
             .unwrap_or(PALETTE[i % PALETTE.len()]);
-        let material = materials.add(StandardMaterial {
-            base_color: Color::srgb(r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)),
-            unlit: true,
-            cull_mode: None,
-            double_sided: true,
-            ..default()
-        });
+        let material = materials.add(LabMaterial::unlit(Color::srgb(
+            r.clamp(0.0, 1.0),
+            g.clamp(0.0, 1.0),
+            b.clamp(0.0, 1.0),
+        )));
         let entity = commands
             .spawn((
                 Name::new(part.name.clone()),
@@ -90,6 +90,7 @@ fn spawn_drawing(
                 commands.spawn((
                     Mesh3d(meshes.add(mesh)),
                     MeshMaterial3d(material.clone()),
+                    NotShadowCaster,
                     Transform::default(),
                     ChildOf(entity),
                 ));

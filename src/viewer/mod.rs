@@ -4,6 +4,7 @@
 //!   one step per fixed tick, time settings, body entities and their
 //!   interpolated transforms. It runs under `MinimalPlugins` in the tests.
 //! - [`visuals`]: meshes, materials, lights and the surface grids.
+//! - [`material`]: [`material::LabMaterial`], the one (cheap) surface shader.
 //! - [`drawing`]: a scene's `drawing` section (the woodpecker's pole, sleeve
 //!   and bird), posed from the generalized coordinates.
 //! - [`overlay`]: contact points, normals, friction arrows and pyramids.
@@ -15,6 +16,7 @@
 
 pub mod camera;
 pub mod drawing;
+pub mod material;
 pub mod overlay;
 pub mod panel;
 pub mod record;
@@ -87,12 +89,30 @@ fn default_scene() -> PathBuf {
     if bundled.exists() { bundled } else { local }
 }
 
+/// Checks that a graphics adapter is there before Bevy starts (it panics
+/// without one): a GPU, or Mesa's software Vulkan driver (llvmpipe).
+pub fn require_graphics_adapter() -> Result<(), String> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = bevy::tasks::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }));
+    match adapter {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "no graphics adapter ({e}): rendering needs a GPU driver or Mesa's software Vulkan (Debian/Ubuntu: apt-get install mesa-vulkan-drivers)"
+        )),
+    }
+}
+
 /// The window, the rendering and UI plugins around [`SimPlugin`].
 pub struct ViewerPlugin;
 
 impl Plugin for ViewerPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins(EguiPlugin::default()).add_plugins((
+            material::LabMaterialPlugin,
             visuals::VisualsPlugin,
             overlay::OverlayPlugin,
             camera::CameraPlugin,
@@ -107,6 +127,7 @@ impl Plugin for ViewerPlugin {
 pub fn run(args: ViewArgs) -> Result<(), String> {
     let path = args.scene.clone().unwrap_or_else(default_scene);
     let simulation = load_simulation(&path, &args.overrides)?;
+    require_graphics_adapter()?;
     let title = format!("contactlab — {}", simulation.scene.name);
     let mut app = App::new();
     app.add_plugins(

@@ -2,11 +2,12 @@
 //! (thin extrusions in the z = 0 plane for planar scenes), a slab per surface
 //! with a gizmo grid, the light and the background.
 
-use super::sim::{BodyVisual, Sim, SurfaceVisual, rigid, surface_placement};
+use super::material::{Grid, LabMaterial};
+use super::sim::{BodyVisual, Sim, SurfaceVisual, physics_to_world, rigid, surface_placement};
 use crate::geometry::Shape;
 use crate::model::Dimension;
 use crate::scene::SystemSpec;
-use bevy::light::GlobalAmbientLight;
+use bevy::light::NotShadowCaster;
 use bevy::prelude::*;
 
 /// Background colour of the 3D view.
@@ -69,11 +70,6 @@ impl Plugin for VisualsPlugin {
     fn build(&self, app: &mut App) {
         app.insert_resource(ClearColor(BACKGROUND))
             .init_resource::<Backdrop>()
-            .insert_resource(GlobalAmbientLight {
-                color: Color::WHITE,
-                brightness: 450.0,
-                ..default()
-            })
             .add_systems(Startup, spawn_light)
             .add_systems(
                 Update,
@@ -82,6 +78,7 @@ impl Plugin for VisualsPlugin {
                     attach_surface_meshes,
                     draw_grids,
                     apply_backdrop,
+                    recolor_grids.after(attach_surface_meshes),
                 ),
             );
     }
@@ -139,7 +136,7 @@ fn body_mesh(shape: &Shape, dimension: Dimension, depth: f32) -> Mesh {
         .resolution(64)
         .build(),
         (Shape::Sphere { radius }, Dimension::Spatial) => {
-            Sphere::new(radius as f32).mesh().uv(48, 24)
+            Sphere::new(radius as f32).mesh().uv(32, 16)
         }
         (
             Shape::Capsule {
@@ -186,7 +183,7 @@ fn attach_body_meshes(
     sim: Res<Sim>,
     added: Query<(Entity, &BodyVisual), Added<BodyVisual>>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<StandardMaterial>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
 ) {
     let Some(system) = rigid(&sim) else {
         return;
@@ -197,22 +194,14 @@ fn attach_body_meshes(
             continue;
         };
         let color = body_color(&sim, body.0);
-        let material = materials.add(StandardMaterial {
-            base_color: color,
-            perceptual_roughness: 0.55,
-            ..default()
-        });
+        let material = materials.add(LabMaterial::lit(color, 0.35, 40.0));
         let mesh = meshes.add(body_mesh(&spec.shape, system.dimension, depth));
         commands
             .entity(entity)
             .insert((Mesh3d(mesh), MeshMaterial3d(material)));
         if let Shape::Sphere { radius } = spec.shape {
             let r = radius as f32;
-            let marker = materials.add(StandardMaterial {
-                base_color: darker(color, 0.45),
-                perceptual_roughness: 0.7,
-                ..default()
-            });
+            let marker = materials.add(LabMaterial::lit(darker(color, 0.45), 0.2, 24.0));
             match system.dimension {
                 Dimension::Planar => {
                     // A radius along the body's x axis, sticking out of both faces.
@@ -225,11 +214,18 @@ fn attach_body_meshes(
                     ));
                 }
                 Dimension::Spatial => {
-                    // Two great circles, around the body's y and x axes.
-                    let ring = meshes.add(Torus {
-                        minor_radius: r * 0.05,
-                        major_radius: r * 0.99,
-                    });
+                    // Two great circles, around the body's y and x axes: thin
+                    // tubes of few facets (triangles cost on a software
+                    // renderer), inside the ball's own shadow.
+                    let ring = meshes.add(
+                        Torus {
+                            minor_radius: r * 0.05,
+                            major_radius: r * 0.99,
+                        }
+                        .mesh()
+                        .minor_resolution(4)
+                        .major_resolution(48),
+                    );
                     for rotation in [
                         Quat::IDENTITY,
                         Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
@@ -237,6 +233,7 @@ fn attach_body_meshes(
                         commands.spawn((
                             Mesh3d(ring.clone()),
                             MeshMaterial3d(marker.clone()),
+                            NotShadowCaster,
                             Transform::from_rotation(rotation),
                             ChildOf(entity),
                         ));
@@ -265,32 +262,80 @@ fn slab_size(sim: &Sim, extent: f32, dimension: Dimension) -> (f32, f32) {
     }
 }
 
-/// Gives new surface entities a slab mesh whose top face is the surface.
+/// Gives new surface entities a slab mesh whose top face is the surface, with
+/// its grid drawn by the material: on the top face in space, on the front
+/// face (towards the viewer) in the plane.
 fn attach_surface_meshes(
     mut commands: Commands,
     sim: Res<Sim>,
-    added: Query<(Entity, &SurfaceVisual), Added<SurfaceVisual>>,
+    backdrop: Res<Backdrop>,
+    added: Query<(Entity, &SurfaceVisual, &Transform), Added<SurfaceVisual>>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<StandardMaterial>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
 ) {
     let Some(system) = rigid(&sim) else {
         return;
     };
-    for (entity, surface) in &added {
+    let to_world = physics_to_world(system.dimension);
+    for (entity, surface, placement) in &added {
         let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
             continue;
         };
         let (thickness, depth) = slab_size(&sim, extent, system.dimension);
         let mesh = Mesh::from(Cuboid::new(2.0 * extent, thickness, depth))
             .translated_by(Vec3::new(0.0, -thickness / 2.0, 0.0));
-        let material = materials.add(StandardMaterial {
-            base_color: Color::srgb(0.24, 0.25, 0.28),
-            perceptual_roughness: 0.9,
-            ..default()
-        });
-        commands
-            .entity(entity)
-            .insert((Mesh3d(meshes.add(mesh)), MeshMaterial3d(material)));
+        let spacing = grid_spacing(extent);
+        let half_cells = ((2.0 * extent / spacing).round().clamp(1.0, 400.0)) / 2.0 * spacing;
+        // In the slab's own axes: x along the surface, y its normal; u × v is
+        // the face's outward normal.
+        let (origin, u, v) = match system.dimension {
+            Dimension::Planar => (Vec3::new(-half_cells, 0.0, depth / 2.0), Vec3::X, Vec3::Y),
+            Dimension::Spatial => (
+                Vec3::new(-half_cells, 0.0, half_cells),
+                Vec3::X,
+                Vec3::NEG_Z,
+            ),
+        };
+        let rotation = to_world * placement.rotation;
+        let mut material = LabMaterial::lit(TABLE, 0.0, 1.0);
+        material.grid = Grid::new(
+            to_world * placement.transform_point(origin),
+            rotation * u,
+            rotation * v,
+            spacing,
+            GRID_LINE_WIDTH,
+            backdrop.grid_lines().0,
+        );
+        // The table takes the bodies' shadows but casts none: it would only
+        // fill the shadow map.
+        commands.entity(entity).insert((
+            Mesh3d(meshes.add(mesh)),
+            MeshMaterial3d(materials.add(material)),
+            NotShadowCaster,
+        ));
+    }
+}
+
+/// Colour of the tables (sRGB).
+const TABLE: Color = Color::srgb(0.32, 0.33, 0.36);
+
+/// Width of the tables' grid lines, px.
+const GRID_LINE_WIDTH: f32 = 1.5;
+
+/// The grid lines take the backdrop's colour.
+fn recolor_grids(
+    backdrop: Res<Backdrop>,
+    surfaces: Query<&MeshMaterial3d<LabMaterial>, With<SurfaceVisual>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
+) {
+    if !backdrop.is_changed() {
+        return;
+    }
+    let color = backdrop.grid_lines().0;
+    for handle in &surfaces {
+        if let Some(mut material) = materials.get_mut(&handle.0) {
+            material.grid.color = color;
+        }
     }
 }
 
@@ -313,71 +358,26 @@ pub fn nice_spacing(approx: f32) -> f32 {
     step * power
 }
 
-/// The surfaces' grids, and a faint background grid behind planar scenes.
-fn draw_grids(
-    mut gizmos: Gizmos,
-    sim: Res<Sim>,
-    backdrop: Res<Backdrop>,
-    surfaces: Query<(&SurfaceVisual, &GlobalTransform)>,
-) {
-    let Some(system) = rigid(&sim) else {
+/// The faint background grid behind planar scenes (the tables' grids are
+/// drawn by their material).
+fn draw_grids(mut gizmos: Gizmos, sim: Res<Sim>, backdrop: Res<Backdrop>) {
+    if rigid(&sim).map(|s| s.dimension) != Some(Dimension::Planar) {
         return;
-    };
-    let (line, faint) = backdrop.grid_lines();
-    for (surface, global) in &surfaces {
-        let Some((_, _, extent)) = surface_placement(&sim, surface.0) else {
-            continue;
-        };
-        let (thickness, depth) = slab_size(&sim, extent, system.dimension);
-        let (_, rotation, translation) = global.to_scale_rotation_translation();
-        let spacing = grid_spacing(extent);
-        let cells_along = ((2.0 * extent / spacing).round() as u32).clamp(1, 400);
-        match system.dimension {
-            Dimension::Planar => {
-                // On the slab's front face: lines along and across the surface.
-                let rows = ((thickness / spacing).round() as u32).clamp(1, 100);
-                let height = rows as f32 * spacing;
-                let centre =
-                    translation + rotation * Vec3::new(0.0, -height / 2.0, depth / 2.0 + 1e-3);
-                gizmos
-                    .grid(
-                        Isometry3d::new(centre, rotation),
-                        UVec2::new(cells_along, rows),
-                        Vec2::splat(spacing),
-                        line,
-                    )
-                    .outer_edges();
-            }
-            Dimension::Spatial => {
-                // On the top face (the grid's own plane is x–y: turn z to the normal).
-                let up = rotation * Vec3::Y;
-                let grid_rotation = rotation * Quat::from_rotation_x(-std::f32::consts::FRAC_PI_2);
-                gizmos
-                    .grid(
-                        Isometry3d::new(translation + up * 1e-3, grid_rotation),
-                        UVec2::splat(cells_along),
-                        Vec2::splat(spacing),
-                        line,
-                    )
-                    .outer_edges();
-            }
-        }
     }
-    if system.dimension == Dimension::Planar {
-        let hint = &sim.scene.camera;
-        let half = (hint.distance as f32).clamp(0.05, 1e3) * 4.0;
-        let spacing = nice_spacing(hint.distance as f32 / 4.0);
-        let cells = ((2.0 * half / spacing).round() as u32).clamp(1, 400);
-        let centre = Vec3::new(
-            (hint.target[0] as f32 / spacing).round() * spacing,
-            (hint.target[1] as f32 / spacing).round() * spacing,
-            -2.0 * planar_depth(&sim) - 1e-2,
-        );
-        gizmos.grid(
-            Isometry3d::from_translation(centre),
-            UVec2::splat(cells),
-            Vec2::splat(spacing),
-            faint,
-        );
-    }
+    let (_, faint) = backdrop.grid_lines();
+    let hint = &sim.scene.camera;
+    let half = (hint.distance as f32).clamp(0.05, 1e3) * 4.0;
+    let spacing = nice_spacing(hint.distance as f32 / 4.0);
+    let cells = ((2.0 * half / spacing).round() as u32).clamp(1, 400);
+    let centre = Vec3::new(
+        (hint.target[0] as f32 / spacing).round() * spacing,
+        (hint.target[1] as f32 / spacing).round() * spacing,
+        -2.0 * planar_depth(&sim) - 1e-2,
+    );
+    gizmos.grid(
+        Isometry3d::from_translation(centre),
+        UVec2::splat(cells),
+        Vec2::splat(spacing),
+        faint,
+    );
 }

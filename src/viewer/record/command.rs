@@ -1,0 +1,152 @@
+//! `contactlab record`: the viewer's scene, cameras and overlay, rendered into
+//! an offscreen image of the video's size with no window at all (no display
+//! or X server needed; Mesa's software Vulkan is enough), every frame read
+//! back and encoded, then exit.
+
+use super::{CaptureSource, Outcome, RecordSettings, Recording, add_capture_systems};
+use super::{burn_in_overlay, set_msaa};
+use crate::record::{Format, VideoSpec, VideoWriter};
+use crate::viewer::camera::OffscreenTarget;
+use crate::viewer::panel::PanelLayout;
+use bevy::app::ScheduleRunnerPlugin;
+use bevy::asset::RenderAssetUsages;
+use bevy::prelude::*;
+use bevy::render::render_resource::{TextureFormat, TextureUsages};
+use bevy::time::TimeUpdateStrategy;
+use bevy::window::ExitCondition;
+use bevy_egui::EguiPrimaryContextPass;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
+
+/// `contactlab record SCENE --out FILE|DIR/ …`: records the scene from its
+/// start, headless of any interaction, then exits.
+pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
+    let format = Format::of_path(&args.out)?;
+    let (width, height) = crate::record::parse_size(&args.size)?;
+    if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1000.0) {
+        return Err(format!(
+            "--speed {}: must be a positive number up to 1000",
+            args.speed
+        ));
+    }
+    if ![1, 4].contains(&args.msaa) {
+        return Err(format!("--msaa {}: must be 1 (off) or 4", args.msaa));
+    }
+    let spec = VideoSpec::new(args.out.clone(), width, height, args.fps)?;
+    let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
+    let duration = simulation.params.duration;
+    let frames = (duration / args.speed * args.fps as f64).round();
+    if !(1.0..=1e7).contains(&frames) {
+        return Err(format!(
+            "--duration {duration}: gives {frames} frames at --fps {} --speed {}",
+            args.fps, args.speed
+        ));
+    }
+    let frames = frames as u64;
+    // Fails here, before anything renders, if the output cannot be written
+    // (and, dropped, deletes what it began if there is nothing to render with).
+    let writer = VideoWriter::create(&spec)?;
+    crate::viewer::require_graphics_adapter()?;
+    let settings = RecordSettings {
+        fps: args.fps,
+        speed: args.speed,
+        size: Some((width, height)),
+        format,
+        with_panel: args.with_panel,
+        overlay: args.overlay,
+        msaa: args.msaa,
+        ..RecordSettings::default()
+    };
+    let progress = ProgressBar::new(frames);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {elapsed} elapsed, ETA {eta}")
+    {
+        progress.set_style(style);
+    }
+    let outcome = Outcome::default();
+    let started = Instant::now();
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: None,
+                exit_condition: ExitCondition::DontExit,
+                close_when_requested: false,
+                ..default()
+            })
+            // No window, so no windowing system: the app loop runs itself.
+            .disable::<bevy::winit::WinitPlugin>()
+            .set(bevy::render::RenderPlugin {
+                // Every pipeline exists before the frame that needs it is
+                // drawn: no frame misses an object whose shader compiles late.
+                synchronous_pipeline_compilation: true,
+                ..default()
+            })
+            .set(bevy::log::LogPlugin {
+                // Only what needs attention: the progress bar is the output.
+                // (That the adapter renders in software is expected here.)
+                filter: "warn,wgpu=error,bevy_render::renderer=error,bevy_egui=error".to_owned(),
+                ..default()
+            }),
+    )
+    .add_plugins(ScheduleRunnerPlugin::run_loop(Duration::ZERO));
+    let image = app
+        .world_mut()
+        .resource_mut::<Assets<Image>>()
+        .add(render_target(width, height));
+    app.insert_resource(OffscreenTarget {
+        image: image.clone(),
+        panel: args.with_panel,
+    })
+    .insert_resource(crate::viewer::SceneSource {
+        // A recording is reproducible: no reload while it runs.
+        watch: false,
+        ..crate::viewer::SceneSource::new(args.scene.clone(), args.overrides.clone())
+    })
+    .add_plugins(crate::viewer::SimPlugin::new(simulation))
+    .add_plugins(crate::viewer::ViewerPlugin)
+    .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::ZERO))
+    .insert_resource(settings.clone())
+    .insert_resource(Recording {
+        total: Some(frames),
+        exit_when_done: true,
+        progress: Some(progress),
+        outcome: outcome.clone(),
+        ..Recording::new(spec, writer, settings, CaptureSource::Image(image))
+    })
+    .add_systems(Startup, hide_panel_unless_wanted)
+    .add_systems(PostUpdate, set_msaa)
+    .add_systems(EguiPrimaryContextPass, burn_in_overlay);
+    add_capture_systems(&mut app);
+    let exit = app.run();
+    let result = outcome.take().unwrap_or_else(|| {
+        Err(match exit {
+            AppExit::Success => "the recorder stopped before the recording ended".to_owned(),
+            AppExit::Error(code) => format!("the recorder exited with code {code}"),
+        })
+    });
+    let summary = result?;
+    println!(
+        "wrote {}: {} frames, {width}x{height}, {} fps, {:.2} s of video ({duration} s simulated at {}x) in {:.1} s",
+        summary.path.display(),
+        summary.frames,
+        args.fps,
+        summary.frames as f64 / args.fps as f64,
+        args.speed,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The image the cameras draw into: RGBA with sRGB encoding (what a window
+/// shows), readable by a copy to a buffer.
+fn render_target(width: u32, height: u32) -> Image {
+    let mut image = Image::new_target_texture(width, height, TextureFormat::Rgba8UnormSrgb, None);
+    image.texture_descriptor.usage |= TextureUsages::COPY_SRC;
+    image.asset_usage = RenderAssetUsages::RENDER_WORLD;
+    image
+}
+
+fn hide_panel_unless_wanted(settings: Res<RecordSettings>, mut layout: ResMut<PanelLayout>) {
+    layout.visible = settings.with_panel;
+}
