@@ -4,6 +4,8 @@
 //! display.
 #![cfg(feature = "viewer")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -17,7 +19,7 @@ fn contactlab(args: &[&str]) -> Output {
 
 fn contactlab_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_contactlab"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(common::project_dir())
         .args(args)
         .envs(env.iter().copied())
         .output()

@@ -2,6 +2,8 @@
 //! body transforms follow it, and live parameter changes take effect.
 #![cfg(feature = "viewer")]
 
+mod common;
+
 use bevy::ecs::system::RunSystemOnce;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
@@ -12,9 +14,7 @@ use contactlab::viewer::{BodyVisual, PreviousState, Sim, SimControl, SimPlugin};
 use std::path::Path;
 
 fn load(scene: &str) -> Simulation {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(scene);
+    let path = common::project_dir().join("scenes").join(scene);
     let scene = contactlab::scene::load(&path).expect("scene loads");
     Simulation::new(scene)
 }
@@ -245,13 +245,7 @@ fn watched_app(scene: &str) -> (App, std::path::PathBuf) {
     ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(scene);
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenes")
-            .join(scene),
-        &path,
-    )
-    .expect("copy scene");
+    std::fs::copy(common::project_dir().join("scenes").join(scene), &path).expect("copy scene");
     let simulation = Simulation::new(contactlab::scene::load(&path).expect("scene loads"));
     let mut app = App::new();
     app.add_plugins(MinimalPlugins)
@@ -332,4 +326,36 @@ fn a_broken_edit_keeps_the_last_good_scene_running() {
     );
     assert!(sim(&app).steps <= 1);
     let _ = std::fs::remove_dir_all(path.parent().expect("temp dir"));
+}
+
+/// The recording overlay states the live parameters: the ones the scene file
+/// sets, the inelastic e of Stewart–Trinkle, the friction pyramid's k (2 in the
+/// plane), and γ, δ only where a spring or damper takes them.
+#[test]
+fn the_recording_overlay_names_the_live_parameters() {
+    use contactlab::viewer::record::overlay_text;
+    let balls = overlay_text(&Sim(load("four_balls.ron")));
+    let lines: Vec<&str> = balls.lines().collect();
+    assert_eq!(lines.len(), 3, "{balls}");
+    assert!(lines[0].starts_with("Four balls   t = 0.000 s"), "{balls}");
+    assert!(
+        lines[1].contains("μ = 0.40") && lines[1].contains("e = 0 (inelastic)"),
+        "{balls}"
+    );
+    assert!(lines[1].contains("h = 0.0025 s"), "{balls}");
+    assert_eq!(lines[2], "k = 8   Stewart–Trinkle");
+
+    let linkage = overlay_text(&Sim(load("two_bar_linkage.ron")));
+    assert!(linkage.contains("k = 2"), "{linkage}");
+    assert!(linkage.contains("γ = 1.000e2 N/m"), "{linkage}");
+    assert!(linkage.contains("δ = 2.000e1 N·s/m"), "{linkage}");
+
+    let mut woodpecker = Sim(load("woodpecker.ron"));
+    woodpecker.params.restitution = 0.25;
+    let text = overlay_text(&woodpecker);
+    assert!(
+        text.contains("e = 0.25") && text.contains("Moreau–Jean"),
+        "{text}"
+    );
+    assert!(!text.contains('γ') && !text.contains('δ'), "{text}");
 }

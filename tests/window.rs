@@ -4,6 +4,8 @@
 //! colours: the rod, the table and the panel.
 #![cfg(feature = "viewer")]
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -43,9 +45,7 @@ fn screenshot(scene: &str, frames: u32) -> (u32, u32, Vec<[u8; 3]>) {
         std::process::id()
     ));
     let binary = env!("CARGO_BIN_EXE_contactlab");
-    let scene = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(scene);
+    let scene = common::project_dir().join("scenes").join(scene);
     let args = [
         scene.to_string_lossy().into_owned(),
         "--screenshot".to_owned(),

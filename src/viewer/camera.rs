@@ -344,13 +344,26 @@ fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) 
     }
 }
 
-/// Keeps the 3D view out from under the panel.
-fn fit_viewport(layout: Res<PanelLayout>, mut camera: Single<&mut Camera, With<MainCamera>>) {
-    let (Some(size), Some(scale)) = (
-        camera.physical_target_size(),
-        camera.target_scaling_factor(),
-    ) else {
-        return;
+/// Keeps the 3D view out from under the panel. The size is the target's as
+/// it is now (a window resized this frame, e.g. for a recording, must not keep
+/// a viewport larger than itself), not the camera's, which follows a frame
+/// later.
+pub fn fit_viewport(
+    layout: Res<PanelLayout>,
+    mut camera: Single<(&mut Camera, &RenderTarget), With<MainCamera>>,
+    windows: Query<&Window, With<PrimaryWindow>>,
+    images: Res<Assets<Image>>,
+) {
+    let (camera, target) = &mut *camera;
+    let (size, scale) = match target {
+        RenderTarget::Image(target) => match images.get(&target.handle) {
+            Some(image) => (image.size(), target.scale_factor),
+            None => return,
+        },
+        _ => match windows.single() {
+            Ok(window) => (window.physical_size(), window.scale_factor()),
+            Err(_) => return,
+        },
     };
     let left = if layout.visible {
         (layout.width * scale).round().max(0.0) as u32

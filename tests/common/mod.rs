@@ -62,3 +62,12 @@ pub fn random_p_matrix(rng: &mut StdRng, n: usize) -> DMatrix<f64> {
     }
     m
 }
+
+/// The project directory, read when the test runs (cargo sets it for `cargo
+/// test`) rather than when it was compiled: a test binary reused from a shared
+/// target directory may have been built in another clone.
+pub fn project_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}

@@ -85,7 +85,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
             .set(bevy::log::LogPlugin {
                 // Only what needs attention: the progress bar is the output.
                 // (That the adapter renders in software is expected here.)
-                filter: "warn,wgpu=error,bevy_render::renderer=error,bevy_egui=error".to_owned(),
+                filter: "warn,wgpu=error,bevy_render::renderer=error,bevy_render::gpu_readback=error,bevy_egui=error".to_owned(),
                 ..default()
             }),
     )
@@ -122,6 +122,10 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     let result = outcome.take().unwrap_or_else(|| {
         Err(match exit {
             AppExit::Success => "the recorder stopped before the recording ended".to_owned(),
+            // Bevy's Ctrl-C handler exits with 130 (128 + SIGINT).
+            AppExit::Error(code) if code.get() == 130 => {
+                format!("interrupted: {} was not written", args.out.display())
+            }
             AppExit::Error(code) => format!("the recorder exited with code {code}"),
         })
     });
