@@ -9,14 +9,23 @@
 //! filling most of a 1280×720 frame, `StandardMaterial` took about 0.35 s per
 //! frame there; this material keeps shading, highlights and shadows at a
 //! fraction of that.
+//!
+//! The shader never branches on uniforms alone (see the note in
+//! `lab_material.wgsl`): on Debian 12's lavapipe such a branch made the driver
+//! recompile the shader for every material drawn in every frame and keep the
+//! old copies, which halved the recording speed and grew the process by
+//! about 7 MB a frame with the four balls.
 
 use bevy::asset::embedded_asset;
 use bevy::mesh::MeshVertexBufferLayoutRef;
 use bevy::pbr::{Material, MaterialPipeline, MaterialPipelineKey, MaterialPlugin};
 use bevy::prelude::*;
+use bevy::render::render_asset::RenderAssets;
 use bevy::render::render_resource::{
-    AsBindGroup, RenderPipelineDescriptor, ShaderType, SpecializedMeshPipelineError,
+    AsBindGroup, AsBindGroupShaderType, RenderPipelineDescriptor, ShaderType,
+    SpecializedMeshPipelineError,
 };
+use bevy::render::texture::GpuImage;
 use bevy::shader::ShaderRef;
 
 const SHADER: &str = "embedded://contactlab/viewer/lab_material.wgsl";
@@ -31,22 +40,43 @@ impl Plugin for LabMaterialPlugin {
     }
 }
 
-/// A surface's colour and how it takes light.
+/// A surface's colour and how it takes light: one uniform,
+/// [`LabMaterialUniform`].
 #[derive(Asset, TypePath, AsBindGroup, Debug, Clone)]
 #[bind_group_data(LabMaterialKey)]
+#[uniform(0, LabMaterialUniform)]
 pub struct LabMaterial {
     /// Base colour.
-    #[uniform(0)]
     pub color: LinearRgba,
     /// (1 = unlit, specular strength, Blinn–Phong exponent, unused).
-    #[uniform(1)]
     shading: Vec4,
     /// Grid lines drawn on one face, antialiased in the shader (so they do
     /// not shimmer without multisampling).
-    #[uniform(2)]
     pub grid: Grid,
     /// Draw both faces (flat drawings seen from either side).
     pub double_sided: bool,
+}
+
+/// What the shader reads of a [`LabMaterial`] (`LabMaterial` in
+/// `lab_material.wgsl`).
+#[derive(ShaderType, Debug, Clone, Copy, PartialEq)]
+pub struct LabMaterialUniform {
+    /// Base colour (linear).
+    pub color: LinearRgba,
+    /// (1 = unlit, specular strength, Blinn–Phong exponent, unused).
+    pub shading: Vec4,
+    /// The grid's lines.
+    pub grid: Grid,
+}
+
+impl AsBindGroupShaderType<LabMaterialUniform> for LabMaterial {
+    fn as_bind_group_shader_type(&self, _images: &RenderAssets<GpuImage>) -> LabMaterialUniform {
+        LabMaterialUniform {
+            color: self.color,
+            shading: self.shading,
+            grid: self.grid,
+        }
+    }
 }
 
 impl LabMaterial {
