@@ -130,7 +130,7 @@ pub struct RecordArgs {
     pub with_panel: bool,
     /// Multisample anti-aliasing of the bodies' edges: 1 (off) or 4 samples
     /// per pixel. The tables' grid lines are smooth either way. A software
-    /// renderer takes about 1.5× as long with 4.
+    /// renderer takes nearly twice as long with 4.
     #[arg(long, default_value_t = 1)]
     pub msaa: u32,
     /// Parameter overrides (`--duration` is the simulated time recorded).
