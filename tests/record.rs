@@ -17,9 +17,15 @@ fn contactlab(args: &[&str]) -> Output {
     contactlab_with(args, &[])
 }
 
+/// The binary, run from the project directory (scene paths are relative).
+fn contactlab_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_contactlab"));
+    command.current_dir(common::project_dir());
+    command
+}
+
 fn contactlab_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_contactlab"))
-        .current_dir(common::project_dir())
+    contactlab_command()
         .args(args)
         .envs(env.iter().copied())
         .output()
@@ -396,8 +402,7 @@ fn an_abandoned_writer_leaves_nothing() {
 fn record_peak_kb(args: &[&str]) -> u64 {
     use std::process::Stdio;
     let _guard = RENDER.lock().unwrap_or_else(|e| e.into_inner());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_contactlab"))
-        .current_dir(common::project_dir())
+    let mut child = contactlab_command()
         .arg("record")
         .args(args)
         .stdout(Stdio::null())

@@ -163,6 +163,8 @@ pub struct OffscreenTarget {
     /// it the egui context (the overlay) sits on the scene camera, which saves
     /// a full-frame composite per frame.
     pub panel: bool,
+    /// Multisampling of the scene camera (`--msaa`).
+    pub msaa: Msaa,
 }
 
 fn spawn_cameras(
@@ -175,6 +177,7 @@ fn spawn_cameras(
     let target = offscreen.as_ref().map_or_else(RenderTarget::default, |o| {
         RenderTarget::Image(o.image.clone().into())
     });
+    let msaa = offscreen.as_ref().map_or(Msaa::Sample4, |o| o.msaa);
     let rig = ViewRig::for_scene(&sim);
     let main = commands
         .spawn((
@@ -189,7 +192,7 @@ fn spawn_cameras(
             rig.projection(),
             rig.transform(),
             rig,
-            Msaa::Sample4,
+            msaa,
             // Colours as given: the lab material is display-referred, not HDR.
             Tonemapping::None,
             ShadowFilteringMethod::Hardware2x2,
@@ -314,7 +317,6 @@ fn camera_controls(
     }
 }
 
-/// The camera components the rig drives.
 /// One shadow cascade around what the camera frames, refitted when the view
 /// changes: sharper than Bevy's default of four cascades out to 150 m, and one
 /// shadow map to render instead of four.
@@ -335,6 +337,7 @@ fn fit_shadows(
     }
 }
 
+/// The camera components the rig drives.
 type RigView<'a> = (&'a ViewRig, &'a mut Transform, &'a mut Projection);
 
 fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) {

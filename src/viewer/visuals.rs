@@ -1,6 +1,7 @@
 //! What the bodies and surfaces look like: a mesh per body matching its shape
 //! (thin extrusions in the z = 0 plane for planar scenes), a slab per surface
-//! with a gizmo grid, the light and the background.
+//! with its grid drawn by the material, the light and the background (with a
+//! faint gizmo grid behind planar scenes).
 
 use super::material::{Grid, LabMaterial};
 use super::sim::{BodyVisual, Sim, SurfaceVisual, physics_to_world, rigid, surface_placement};

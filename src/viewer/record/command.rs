@@ -3,8 +3,8 @@
 //! or X server needed; Mesa's software Vulkan is enough), every frame read
 //! back and encoded, then exit.
 
+use super::burn_in_overlay;
 use super::{CaptureSource, Outcome, RecordSettings, Recording, add_capture_systems};
-use super::{burn_in_overlay, set_msaa};
 use crate::record::{Format, VideoSpec, VideoWriter};
 use crate::viewer::camera::OffscreenTarget;
 use crate::viewer::panel::PanelLayout;
@@ -54,7 +54,6 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         format,
         with_panel: args.with_panel,
         overlay: args.overlay,
-        msaa: args.msaa,
         ..RecordSettings::default()
     };
     let progress = ProgressBar::new(frames);
@@ -97,6 +96,11 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     app.insert_resource(OffscreenTarget {
         image: image.clone(),
         panel: args.with_panel,
+        msaa: if args.msaa == 1 {
+            Msaa::Off
+        } else {
+            Msaa::Sample4
+        },
     })
     .insert_resource(crate::viewer::SceneSource {
         // A recording is reproducible: no reload while it runs.
@@ -115,7 +119,6 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         ..Recording::new(spec, writer, settings, CaptureSource::Image(image))
     })
     .add_systems(Startup, hide_panel_unless_wanted)
-    .add_systems(PostUpdate, set_msaa)
     .add_systems(EguiPrimaryContextPass, burn_in_overlay);
     add_capture_systems(&mut app);
     let exit = app.run();
