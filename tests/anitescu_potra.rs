@@ -278,8 +278,8 @@ fn theorem_2_4(s: &Simulation, state: &State) -> (f64, f64) {
     let m = model.mass_matrix();
     let v = &step.velocity;
     let w_hat = &state.v + model.mass_inverse() * model.nonstiff_forces(&state.q, state.t) * h;
-    let mut lhs = v.dot(&(m * v));
-    let mut rhs = w_hat.dot(&(m * &w_hat));
+    let mut lhs = v.dot(&(&m * v));
+    let mut rhs = w_hat.dot(&(&m * &w_hat));
     for e in model.element_states(&state.q, params) {
         let after = e.phi + h * e.gradient.dot(v);
         lhs += e.stiffness * after * after;

@@ -4,7 +4,7 @@
 //!
 //! The coordinates are named (the CSV gets `C` and `C.dot` per coordinate C).
 
-use super::{Contact, ContactId, ImpactCoefficients, Other};
+use super::{Contact, ContactId, ContactJacobian, ImpactCoefficients, Other};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 
@@ -139,8 +139,7 @@ impl LinearSystem {
                             feature: 0,
                         },
                         gap,
-                        normal: c.w_n.clone(),
-                        friction: d,
+                        jacobian: ContactJacobian::dense(&c.w_n, &d),
                         frame: None,
                     }
                 })

@@ -7,6 +7,7 @@
 //! only [`Model`], [`State`] and [`Contact`]; they never look at shapes.
 
 pub mod element;
+pub mod jacobian;
 pub mod joint;
 pub mod linear;
 pub mod rigid;
@@ -15,6 +16,7 @@ use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 
 pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
+pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
 pub use rigid::{Body, Dimension, HalfSpace, Load, RigidSystem};
@@ -73,10 +75,10 @@ pub struct Contact {
     pub id: ContactId,
     /// Signed gap f(q), m (negative when penetrating).
     pub gap: f64,
-    /// Generalized normal n = ∇f(q) in velocity coordinates.
-    pub normal: DVector<f64>,
-    /// Generalized friction directions D = [d₁ … d_k] (Stewart–Trinkle §3).
-    pub friction: DMatrix<f64>,
+    /// Generalized normal n = ∇f(q) and friction directions D = [d₁ … d_k]
+    /// (Stewart–Trinkle §3) in velocity coordinates, on the touching bodies'
+    /// blocks only.
+    pub jacobian: ContactJacobian,
     /// The contact in world coordinates (absent for linear systems).
     pub frame: Option<ContactFrame>,
 }
@@ -128,6 +130,25 @@ pub struct LinearlyImplicit {
     pub k_hat: DVector<f64>,
 }
 
+/// M⁻¹ of a model, as the contact assembly uses it.
+#[derive(Debug, Clone, Copy)]
+pub enum MassInverse<'a> {
+    /// Diagonal (rigid bodies): 1/m and 1/J per velocity.
+    Diagonal(&'a DVector<f64>),
+    /// Dense (a generalized linear system).
+    Dense(&'a DMatrix<f64>),
+}
+
+impl MassInverse<'_> {
+    /// M⁻¹x.
+    pub fn apply(&self, x: &DVector<f64>) -> DVector<f64> {
+        match self {
+            Self::Diagonal(d) => x.component_mul(d),
+            Self::Dense(m) => *m * x,
+        }
+    }
+}
+
 /// A model of either kind.
 #[derive(Debug, Clone)]
 pub enum Model {
@@ -146,20 +167,35 @@ impl Model {
         }
     }
 
-    /// The constant mass matrix M.
-    pub fn mass_matrix(&self) -> &DMatrix<f64> {
+    /// The constant mass matrix M as a dense dof × dof matrix (built on each
+    /// call: for small systems, the coupled steppers and tests).
+    pub fn mass_matrix(&self) -> DMatrix<f64> {
         match self {
             Self::Rigid(s) => s.mass_matrix(),
-            Self::Linear(s) => s.mass_matrix(),
+            Self::Linear(s) => s.mass_matrix().clone(),
         }
     }
 
-    /// M⁻¹, computed once.
-    pub fn mass_inverse(&self) -> &DMatrix<f64> {
+    /// M⁻¹ as a dense matrix (built on each call, like [`Self::mass_matrix`]).
+    pub fn mass_inverse(&self) -> DMatrix<f64> {
         match self {
-            Self::Rigid(s) => s.mass_inverse(),
-            Self::Linear(s) => s.mass_inverse(),
+            Self::Rigid(s) => DMatrix::from_diagonal(s.mass_inverse_diagonal()),
+            Self::Linear(s) => s.mass_inverse().clone(),
         }
+    }
+
+    /// M⁻¹ in the form the contact assembly uses: per velocity for rigid
+    /// bodies (M is diagonal in their coordinates), dense for a linear system.
+    pub fn mass_inverse_form(&self) -> MassInverse<'_> {
+        match self {
+            Self::Rigid(s) => MassInverse::Diagonal(s.mass_inverse_diagonal()),
+            Self::Linear(s) => MassInverse::Dense(s.mass_inverse()),
+        }
+    }
+
+    /// M⁻¹x, in O(dof) for rigid bodies.
+    pub fn apply_mass_inverse(&self, x: &DVector<f64>) -> DVector<f64> {
+        self.mass_inverse_form().apply(x)
     }
 
     /// The applied generalized force k(q, v, t) (gravity, gyroscopic terms,
@@ -329,7 +365,10 @@ impl Model {
 
     /// Kinetic and potential energy, J.
     pub fn energy(&self, q: &DVector<f64>, v: &DVector<f64>, params: &Params) -> (f64, f64) {
-        let kinetic = 0.5 * v.dot(&(self.mass_matrix() * v));
+        let kinetic = match self {
+            Self::Rigid(s) => 0.5 * v.dot(&v.component_div(s.mass_inverse_diagonal())),
+            Self::Linear(s) => 0.5 * v.dot(&(s.mass_matrix() * v)),
+        };
         let potential = match self {
             Self::Rigid(s) => s.potential_energy(q) + element::spring_energy(s, q, params),
             Self::Linear(s) => s.potential_energy(q, params),

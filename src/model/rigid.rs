@@ -5,7 +5,10 @@
 
 use super::element::ForceElement;
 use super::joint::Joint;
-use super::{Contact, ContactFrame, ContactId, ImpactCoefficients, Other, pyramid_directions};
+use super::{
+    Block, Contact, ContactFrame, ContactId, ContactJacobian, ImpactCoefficients, Other,
+    pyramid_directions,
+};
 use crate::geometry::{PairContact, Shape, pair};
 use nalgebra::{
     DMatrix, DVector, DVectorViewMut, Isometry2, Isometry3, Matrix3, Quaternion, Translation3,
@@ -83,8 +86,10 @@ pub struct RigidSystem {
     pub elements: Vec<ForceElement>,
     /// External forces at the centres of mass.
     pub loads: Vec<Load>,
-    mass: DMatrix<f64>,
-    mass_inverse: DMatrix<f64>,
+    /// The diagonal of M (m per translation, J per rotation), kg or kg·m².
+    mass: DVector<f64>,
+    /// Its inverse, per velocity.
+    mass_inverse: DVector<f64>,
 }
 
 impl RigidSystem {
@@ -98,24 +103,24 @@ impl RigidSystem {
     ) -> Self {
         let per = velocity_size(dimension);
         let dof = per * bodies.len();
-        let mut mass = DMatrix::zeros(dof, dof);
+        let mut mass = DVector::zeros(dof);
         for (i, body) in bodies.iter().enumerate() {
             let o = i * per;
             match dimension {
                 Dimension::Planar => {
-                    mass[(o, o)] = body.mass;
-                    mass[(o + 1, o + 1)] = body.mass;
-                    mass[(o + 2, o + 2)] = body.inertia.z;
+                    mass[o] = body.mass;
+                    mass[o + 1] = body.mass;
+                    mass[o + 2] = body.inertia.z;
                 }
                 Dimension::Spatial => {
                     for a in 0..3 {
-                        mass[(o + a, o + a)] = body.mass;
-                        mass[(o + 3 + a, o + 3 + a)] = body.inertia[a];
+                        mass[o + a] = body.mass;
+                        mass[o + 3 + a] = body.inertia[a];
                     }
                 }
             }
         }
-        let mass_inverse = DMatrix::from_diagonal(&mass.diagonal().map(|m| 1.0 / m));
+        let mass_inverse = mass.map(|m| 1.0 / m);
         Self {
             body_impact: vec![ImpactCoefficients::default(); bodies.len()],
             surface_impact: vec![ImpactCoefficients::default(); surfaces.len()],
@@ -235,14 +240,28 @@ impl RigidSystem {
         position_size(self.dimension) * self.bodies.len()
     }
 
-    /// The constant mass matrix.
-    pub fn mass_matrix(&self) -> &DMatrix<f64> {
+    /// The constant mass matrix as a dense matrix (built on each call).
+    pub fn mass_matrix(&self) -> DMatrix<f64> {
+        DMatrix::from_diagonal(&self.mass)
+    }
+
+    /// The diagonal of M, per velocity (kg, kg·m²).
+    pub fn mass_diagonal(&self) -> &DVector<f64> {
         &self.mass
     }
 
-    /// Its inverse.
-    pub fn mass_inverse(&self) -> &DMatrix<f64> {
+    /// The diagonal of M⁻¹, per velocity.
+    pub fn mass_inverse_diagonal(&self) -> &DVector<f64> {
         &self.mass_inverse
+    }
+
+    /// The velocity block of body i.
+    pub fn block(&self, i: usize) -> Block {
+        let len = velocity_size(self.dimension);
+        Block {
+            start: i * len,
+            len,
+        }
     }
 
     /// The unit vector opposite to gravity (z when there is none in space, y in
@@ -396,13 +415,19 @@ impl RigidSystem {
         first.combine(other.unwrap_or_default())
     }
 
-    /// Every potential contact at q with gap ≤ margin.
+    /// Every potential contact at q with gap ≤ margin: body–surface features
+    /// whose bounding sphere is within reach, then the body pairs the broad
+    /// phase ([`candidate_pairs`]) finds, in the order (i, j) with i < j.
     pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
         let mut out = Vec::new();
         for (i, body) in self.bodies.iter().enumerate() {
             let x = self.position(q, i);
             let r = self.rotation(q, i);
+            let reach = bounding_radius(&body.shape);
             for (s, surface) in self.surfaces.iter().enumerate() {
+                if surface.normal.dot(&x) - surface.offset - reach > margin {
+                    continue;
+                }
                 for (feature, witness, radius) in
                     surface_features(&body.shape, &x, &r, self.dimension)
                 {
@@ -419,27 +444,28 @@ impl RigidSystem {
                 }
             }
         }
-        for i in 0..self.bodies.len() {
-            for j in i + 1..self.bodies.len() {
-                if self.joined(i, j) {
-                    continue;
-                }
-                for pc in self.pair_contacts(q, i, j, margin) {
-                    let id = ContactId {
-                        a: i,
-                        b: Other::Body(j),
-                        feature: pc.feature,
-                    };
-                    out.push(self.contact(
-                        q,
-                        id,
-                        pc.gap,
-                        pc.point_a,
-                        Some((j, pc.point_b)),
-                        pc.normal,
-                        edges,
-                    ));
-                }
+        let spheres: Vec<(Vector3<f64>, f64)> = (0..self.bodies.len())
+            .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape)))
+            .collect();
+        for (i, j) in candidate_pairs(&spheres, margin, self.dimension) {
+            if self.joined(i, j) {
+                continue;
+            }
+            for pc in self.pair_contacts(q, i, j, margin) {
+                let id = ContactId {
+                    a: i,
+                    b: Other::Body(j),
+                    feature: pc.feature,
+                };
+                out.push(self.contact(
+                    q,
+                    id,
+                    pc.gap,
+                    pc.point_a,
+                    Some((j, pc.point_b)),
+                    pc.normal,
+                    edges,
+                ));
             }
         }
         out
@@ -493,18 +519,18 @@ impl RigidSystem {
             }
             Dimension::Spatial => pyramid_directions(&normal, &self.up(), k),
         };
-        let dof = self.dof();
-        let mut n = DVector::zeros(dof);
-        let mut d = DMatrix::zeros(dof, k);
-        self.add_jacobian(q, id.a, &point_a, 1.0, &normal, &tangents, &mut n, &mut d);
+        let blocks: Vec<Block> = std::iter::once(self.block(id.a))
+            .chain(b.map(|(j, _)| self.block(j)))
+            .collect();
+        let mut jacobian = ContactJacobian::zeros(&blocks, k);
+        self.add_jacobian(q, id.a, &point_a, 1.0, &normal, &tangents, &mut jacobian, 0);
         if let Some((j, point_b)) = b {
-            self.add_jacobian(q, j, &point_b, -1.0, &normal, &tangents, &mut n, &mut d);
+            self.add_jacobian(q, j, &point_b, -1.0, &normal, &tangents, &mut jacobian, 1);
         }
         Contact {
             id,
             gap,
-            normal: n,
-            friction: d,
+            jacobian,
             frame: Some(ContactFrame {
                 point: point_a,
                 normal,
@@ -513,8 +539,9 @@ impl RigidSystem {
         }
     }
 
-    /// Adds sign · (body i's contact Jacobian)ᵀ applied to the normal and
-    /// tangents: [n̄; (r × n̄)_z] in the plane, [n̄; Rᵀ(r × n̄)] in space.
+    /// Writes sign · (body i's contact Jacobian)ᵀ applied to the normal and
+    /// tangents into block `slot` of `jacobian`: [n̄; (r × n̄)_z] in the plane,
+    /// [n̄; Rᵀ(r × n̄)] in space.
     #[allow(clippy::too_many_arguments)]
     fn add_jacobian(
         &self,
@@ -524,21 +551,21 @@ impl RigidSystem {
         sign: f64,
         normal: &Vector3<f64>,
         tangents: &[Vector3<f64>],
-        n: &mut DVector<f64>,
-        d: &mut DMatrix<f64>,
+        jacobian: &mut ContactJacobian,
+        slot: usize,
     ) {
         let r = point - self.position(q, i);
-        let o = i * velocity_size(self.dimension);
+        let mut write = |row: usize, values: &[f64]| {
+            for (o, v) in jacobian.block_row_mut(row, slot).iter_mut().zip(values) {
+                *o += sign * v;
+            }
+        };
         match self.dimension {
             Dimension::Planar => {
                 let map = |u: &Vector3<f64>| [u.x, u.y, r.x * u.y - r.y * u.x];
-                for (a, value) in map(normal).into_iter().enumerate() {
-                    n[o + a] += sign * value;
-                }
+                write(0, &map(normal));
                 for (c, t) in tangents.iter().enumerate() {
-                    for (a, value) in map(t).into_iter().enumerate() {
-                        d[(o + a, c)] += sign * value;
-                    }
+                    write(c + 1, &map(t));
                 }
             }
             Dimension::Spatial => {
@@ -551,17 +578,66 @@ impl RigidSystem {
                     let ang = rt * r.cross(u);
                     [u.x, u.y, u.z, ang.x, ang.y, ang.z]
                 };
-                for (a, value) in map(normal).into_iter().enumerate() {
-                    n[o + a] += sign * value;
-                }
+                write(0, &map(normal));
                 for (c, t) in tangents.iter().enumerate() {
-                    for (a, value) in map(t).into_iter().enumerate() {
-                        d[(o + a, c)] += sign * value;
-                    }
+                    write(c + 1, &map(t));
                 }
             }
         }
     }
+}
+
+/// The broad phase: the body pairs (i, j), i < j, whose bounding spheres
+/// (centre, radius) come within `margin` of each other, by sweep and prune
+/// along the axis of largest spread. Sorting costs O(N log N); the sweep visits
+/// only pairs whose intervals overlap on that axis. Returned sorted, so the
+/// contacts come out in the same order as from an all-pairs loop.
+pub fn candidate_pairs(
+    spheres: &[(Vector3<f64>, f64)],
+    margin: f64,
+    dimension: Dimension,
+) -> Vec<(usize, usize)> {
+    let axes = match dimension {
+        Dimension::Planar => 2,
+        Dimension::Spatial => 3,
+    };
+    let n = spheres.len();
+    if n < 2 {
+        return Vec::new();
+    }
+    // The axis along which the centres spread most separates the most pairs.
+    let mean = spheres.iter().fold(Vector3::zeros(), |s, (c, _)| s + c) / n as f64;
+    let spread = spheres
+        .iter()
+        .fold(Vector3::zeros(), |s: Vector3<f64>, (c, _)| {
+            s + (c - mean).component_mul(&(c - mean))
+        });
+    let axis = (0..axes)
+        .max_by(|&a, &b| spread[a].total_cmp(&spread[b]))
+        .unwrap_or(0);
+    let half = |i: usize| spheres[i].1 + 0.5 * margin.max(0.0);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| {
+        (spheres[a].0[axis] - half(a)).total_cmp(&(spheres[b].0[axis] - half(b)))
+    });
+    let mut pairs = Vec::new();
+    for (k, &a) in order.iter().enumerate() {
+        let hi = spheres[a].0[axis] + half(a);
+        for &b in &order[k + 1..] {
+            if spheres[b].0[axis] - half(b) > hi {
+                break;
+            }
+            let reach = half(a) + half(b);
+            let apart = (0..axes).any(|x| (spheres[a].0[x] - spheres[b].0[x]).abs() > reach);
+            // Non-finite positions never pass `reach`; they are left to the
+            // narrow phase, which rejects them.
+            if !apart {
+                pairs.push((a.min(b), a.max(b)));
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs
 }
 
 /// Coordinates per body.

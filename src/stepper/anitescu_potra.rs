@@ -28,7 +28,7 @@ use super::assembly::{Impulses, Layout};
 use super::projection::project;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
-use crate::model::{Contact, ContactId, Model, State};
+use crate::model::{Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 use std::collections::BTreeSet;
@@ -350,7 +350,7 @@ pub fn solve_velocity(
 ) -> VelocityStep {
     let clock = Instant::now();
     let dof = model.dof();
-    let mass = model.mass_matrix();
+    let mass = &model.mass_matrix();
     let (q, v) = (&state.q, &state.v);
     let (m_hat, k_hat) = if h == 0.0 {
         (mass.clone(), DVector::zeros(dof))
@@ -364,10 +364,7 @@ pub fn solve_velocity(
         (mass.clone(), model.forces(q, v, state.t, params)) // (7)
     };
     let rhs = mass * v + k_hat * h; // right side of (12)
-    let layout = Layout {
-        contacts: contacts.len(),
-        friction: contacts.iter().map(|c| c.friction.ncols()).sum(),
-    };
+    let layout = Layout::of(contacts);
     let failure = |status: LcpStatus| VelocityStep {
         velocity: v.clone(),
         status,
@@ -383,11 +380,11 @@ pub fn solve_velocity(
         return failure(LcpStatus::NumericalFailure);
     };
     let free = &schur * &rhs;
-    let impulses = Impulses::new(contacts, &schur, dof);
+    let impulses = Impulses::new(contacts, MassInverse::Dense(&schur), dof);
     let mu = vec![params.mu; contacts.len()];
     // Active contacts are constrained at the velocity level (14): no gap term.
     let gap_terms = vec![0.0; contacts.len()];
-    let problem = impulses.lcp(contacts, &free, &gap_terms, &mu);
+    let problem = impulses.lcp(&free, &gap_terms, &mu);
     // Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
     // JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
     // equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃, LCP(DGD, Dq)
@@ -558,7 +555,7 @@ fn contact_reports(
         .iter()
         .enumerate()
         .map(|(j, contact)| {
-            let k = contact.friction.ncols();
+            let k = contact.jacobian.friction_count();
             let beta = solved.z.rows(column, k);
             column += k;
             let c_n = solved.z[layout.normal(j)];

@@ -11,6 +11,7 @@ pub mod glocker_studer;
 pub mod moreau_jean;
 pub mod projection;
 pub mod stewart_trinkle;
+pub mod warm;
 
 use crate::lcp::{Lcp, LcpStatus};
 use crate::model::{ContactFrame, ContactId};

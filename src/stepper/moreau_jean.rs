@@ -26,6 +26,7 @@
 
 use super::assembly::Impulses;
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
+use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
@@ -38,7 +39,7 @@ use thiserror::Error;
 /// start when the same contacts form the index set again.
 #[derive(Debug, Clone, Default)]
 pub struct MoreauJean {
-    warm: Option<(Vec<ContactId>, Vec<usize>)>,
+    warm: WarmStart,
     /// Keep each step's LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
 }
@@ -120,7 +121,7 @@ pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, I
 impl MoreauJean {
     /// Forgets the warm start (after a reset or a scene change).
     pub fn clear(&mut self) {
-        self.warm = None;
+        self.warm.clear();
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved
@@ -141,7 +142,7 @@ impl MoreauJean {
             &mut timings,
         );
         if solved.status != LcpStatus::Solved {
-            self.warm = None;
+            self.warm.clear();
             let (kinetic, potential) = model.energy(&state.q, &state.v, params);
             timings.total = start.elapsed();
             return StepReport {
@@ -171,10 +172,10 @@ impl MoreauJean {
             .iter()
             .zip(&solved.impulses)
             .map(|(c, p)| {
-                let gap = after
-                    .iter()
-                    .find(|a| a.id == c.id)
-                    .map_or(c.gap + 0.5 * h * c.normal.dot(&solved.velocity), |a| a.gap);
+                let gap = after.iter().find(|a| a.id == c.id).map_or(
+                    c.gap + 0.5 * h * c.jacobian.normal_dot(&solved.velocity),
+                    |a| a.gap,
+                );
                 report(c, p, gap)
             })
             .collect();
@@ -212,11 +213,10 @@ impl MoreauJean {
         h: f64,
         timings: &mut StepTimings,
     ) -> Solved {
-        let minv = model.mass_inverse();
         // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
         let free = if h > 0.0 {
             let force = model.forces(q_mid, u_start, t_mid, params);
-            u_start + minv * force * h
+            u_start + model.apply_mass_inverse(&force) * h
         } else {
             u_start.clone()
         };
@@ -229,7 +229,7 @@ impl MoreauJean {
             .collect();
         timings.geometry += clock.elapsed();
         if contacts.is_empty() {
-            self.warm = None;
+            self.warm.clear();
             return Solved {
                 status: LcpStatus::Solved,
                 residual: 0.0,
@@ -254,21 +254,30 @@ impl MoreauJean {
         // the copositive-plus (29) form, which Lemke always processes.
         if model.is_planar() || params.mu == 0.0 {
             let clock = Instant::now();
+            let dof = model.dof();
             let planar: Vec<PlanarContact> = contacts
                 .iter()
                 .zip(&restitution)
-                .map(|(c, &(eps_n, eps_t))| PlanarContact {
-                    w_n: c.normal.clone(),
-                    w_t: (c.friction.ncols() > 0 && c.friction.column(0).amax() > 0.0)
-                        .then(|| c.friction.column(0).into_owned()),
-                    mu: params.mu,
-                    eps_n,
-                    eps_t,
+                .map(|(c, &(eps_n, eps_t))| {
+                    let t = (c.jacobian.friction_count() > 0)
+                        .then(|| c.jacobian.dense_direction(0, dof))
+                        .filter(|t| t.amax() > 0.0);
+                    PlanarContact {
+                        w_n: c.jacobian.dense_normal(dof),
+                        w_t: t,
+                        mu: params.mu,
+                        eps_n,
+                        eps_t,
+                    }
                 })
                 .collect();
-            let problem = PlanarImpactLcp::new(&planar, minv, &free, u_start);
+            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), &free, u_start);
             timings.lcp_build += clock.elapsed();
-            let solution = self.lemke(&problem.lcp, &ids, 33, timings);
+            let warm_start = self.warm.exact(33, &ids, problem.lcp.size());
+            let solution = timed_lemke(&problem.lcp, warm_start, timings);
+            if solution.status == LcpStatus::Solved {
+                self.warm.record_exact(33, &ids, &solution.basis);
+            }
             solves += 1;
             pivots += solution.pivots;
             if solution.status == LcpStatus::Solved {
@@ -339,24 +348,28 @@ impl MoreauJean {
     ) -> Solved {
         let clock = Instant::now();
         let refs: Vec<&Contact> = contacts.iter().collect();
-        let impulses = Impulses::new(&refs, model.mass_inverse(), model.dof());
+        let impulses = Impulses::new(&refs, model.mass_inverse_form(), model.dof());
         let layout = impulses.layout;
         let normal_terms: Vec<f64> = contacts
             .iter()
             .zip(restitution)
-            .map(|(c, &(eps_n, _))| eps_n * c.normal.dot(u_start))
+            .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start))
             .collect();
         let mu = vec![params.mu; contacts.len()];
-        let mut problem = impulses.lcp(&refs, free, &normal_terms, &mu);
+        let mut problem = impulses.lcp(free, &normal_terms, &mu);
         let mut row = 0;
         for (c, &(_, eps_t)) in contacts.iter().zip(restitution) {
-            for d in c.friction.column_iter() {
-                problem.q[row] += eps_t * d.dot(u_start);
+            for i in 0..c.jacobian.friction_count() {
+                problem.q[row] += eps_t * c.jacobian.dot(i + 1, u_start);
                 row += 1;
             }
         }
         timings.lcp_build += clock.elapsed();
-        let mut solution = self.lemke(&problem, ids, 29, timings);
+        let friction: Vec<usize> = contacts
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let mut solution = self.lemke(&problem, ids, &friction, layout, 29, timings);
         // Dependent normals (more contacts than a body has freedoms) make the
         // tableau nearly singular; a compliance of 1e-6 (then 1e-4) of the
         // largest diagonal entry of JᵀM⁻¹J separates them, as in Stewart–Trinkle.
@@ -370,7 +383,7 @@ impl MoreauJean {
                 problem.m[(i, i)] += regularization;
             }
             let earlier = solution.pivots;
-            solution = self.lemke(&problem, ids, 0, timings);
+            solution = self.lemke(&problem, ids, &friction, layout, 0, timings);
             solution.pivots += earlier;
         }
         let velocity = free + impulses.velocity_change(&solution.z);
@@ -381,7 +394,7 @@ impl MoreauJean {
             .iter()
             .enumerate()
             .map(|(j, c)| {
-                let k = c.friction.ncols();
+                let k = c.jacobian.friction_count();
                 let beta = solution.z.rows(column, k);
                 column += k;
                 let friction = c.frame.as_ref().map_or_else(Vector3::zeros, |f| {
@@ -418,53 +431,45 @@ impl MoreauJean {
         }
     }
 
-    /// Lemke on `problem`, warm-started when the same contacts (and the same
-    /// formulation `form`) were solved last; 0 = no warm start.
+    /// Lemke on `problem`, warm-started from the previous basis mapped by
+    /// contact identity when the same formulation `form` was solved last; 0 =
+    /// no warm start and nothing remembered.
+    #[allow(clippy::too_many_arguments)]
     fn lemke(
         &mut self,
         problem: &Lcp,
         ids: &[ContactId],
-        form: usize,
+        friction: &[usize],
+        layout: super::assembly::Layout,
+        form: u32,
         timings: &mut StepTimings,
     ) -> lcp::LcpSolution {
-        let mut key = ids.to_vec();
-        // The formulation is part of the key: a basis of (33) means nothing to (29).
-        key.push(ContactId {
-            a: form,
-            b: crate::model::Other::World,
-            feature: u32::MAX,
-        });
-        let warm_start = self
-            .warm
-            .as_ref()
-            .filter(|(previous, basis)| *previous == key && basis.len() == problem.size())
-            .map(|(_, basis)| basis.clone());
-        let clock = Instant::now();
-        let options = LemkeOptions {
-            warm_start,
-            ..LemkeOptions::default()
-        };
-        let solution = lcp::solve(problem, &options).unwrap_or_else(|_| failed(problem.size()));
-        timings.lemke += clock.elapsed();
+        let warm_start = (form != 0)
+            .then(|| self.warm.basis(form, ids, friction, layout))
+            .flatten();
+        let solution = timed_lemke(problem, warm_start, timings);
         if solution.status == LcpStatus::Solved && form != 0 {
-            self.warm = Some((key, solution.basis.clone()));
+            self.warm
+                .record(form, ids, friction, layout, &solution.basis);
         }
         solution
     }
 }
 
-/// A solution that reports a numerical failure (the assembled LCP had
-/// non-finite entries, e.g. from a diverging state).
-fn failed(n: usize) -> lcp::LcpSolution {
-    lcp::LcpSolution {
-        z: DVector::zeros(n),
-        w: DVector::zeros(n),
-        status: LcpStatus::NumericalFailure,
-        pivots: 0,
-        residual: f64::INFINITY,
-        basis: Vec::new(),
-        warm_started: false,
-    }
+/// Lemke from `warm_start` (or cold), its time added to the step's.
+fn timed_lemke(
+    problem: &Lcp,
+    warm_start: Option<Vec<usize>>,
+    timings: &mut StepTimings,
+) -> lcp::LcpSolution {
+    let clock = Instant::now();
+    let options = LemkeOptions {
+        warm_start,
+        ..LemkeOptions::default()
+    };
+    let solution = super::stewart_trinkle::solve_or_fail(problem, &options);
+    timings.lemke += clock.elapsed();
+    solution
 }
 
 fn report(contact: &Contact, impulse: &ContactImpulse, gap: f64) -> ContactReport {

@@ -48,12 +48,15 @@ pub fn project(
             .copy_from(&joints.gradients);
         for (i, c) in contacts.iter().enumerate() {
             values[joints.values.len() + i] = c.gap;
-            gradients.set_column(joints.values.len() + i, &c.normal);
+            gradients.set_column(
+                joints.values.len() + i,
+                &c.jacobian.dense_normal(model.dof()),
+            );
         }
         if values.amax() <= 1e-13 * scale {
             break;
         }
-        let minv_j = super::assembly::apply_mass_inverse(model.mass_inverse(), &gradients);
+        let minv_j = super::assembly::apply_mass_inverse(&model.mass_inverse(), &gradients);
         let s = gradients.tr_mul(&minv_j);
         let tolerance = 1e-12 * s.amax().max(f64::MIN_POSITIVE);
         let Ok(s_plus) = s.pseudo_inverse(tolerance) else {

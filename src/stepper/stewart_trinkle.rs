@@ -14,6 +14,7 @@
 //!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized).
 
 use super::assembly::Impulses;
+use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
@@ -31,7 +32,7 @@ const MAX_ROUNDS: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct StewartTrinkle {
     active: BTreeSet<ContactId>,
-    warm: Option<(Vec<ContactId>, Vec<usize>)>,
+    warm: WarmStart,
     /// Keep each step's final LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
 }
@@ -40,7 +41,7 @@ impl StewartTrinkle {
     /// Forgets the active set and warm start (after a reset or a scene change).
     pub fn clear(&mut self) {
         self.active.clear();
-        self.warm = None;
+        self.warm.clear();
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
@@ -49,12 +50,10 @@ impl StewartTrinkle {
         let start = Instant::now();
         let mut timings = StepTimings::default();
         let h = params.dt;
-        let minv = model.mass_inverse();
-
         // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
-        let free = &state.v + minv * force * h;
+        let free = &state.v + model.apply_mass_inverse(&force) * h;
         let margin = contact_margin(model, &state.v, h);
 
         let mut q_hat = model.integrate(&state.q, &state.v, h);
@@ -124,7 +123,7 @@ impl StewartTrinkle {
         self.active.clear();
         let mut column = 0;
         for (j, contact) in selected.iter().enumerate() {
-            let k = contact.friction.ncols();
+            let k = contact.jacobian.friction_count();
             let beta = solved.z.rows(column, k);
             column += k;
             let c_n = solved.z[layout.normal(j)];
@@ -157,7 +156,7 @@ impl StewartTrinkle {
                 friction_impulse.norm()
             };
             let gap = after.iter().find(|c| c.id == contact.id).map_or(
-                contact.gap + h * contact.normal.dot(&(&v_new - &v_hat)),
+                contact.gap + h * contact.jacobian.normal_dot(&(&v_new - &v_hat)),
                 |c| c.gap,
             );
             reports.push(ContactReport {
@@ -203,27 +202,27 @@ impl StewartTrinkle {
     ) -> Solved {
         let h = params.dt;
         let clock = Instant::now();
-        let impulses = Impulses::new(selected, model.mass_inverse(), model.dof());
+        let impulses = Impulses::new(selected, model.mass_inverse_form(), model.dof());
         let gap_terms: Vec<f64> = selected
             .iter()
-            .map(|c| c.gap / h - c.normal.dot(v_hat))
+            .map(|c| c.gap / h - c.jacobian.normal_dot(v_hat))
             .collect();
         let mu = vec![params.mu; selected.len()];
-        let problem = impulses.lcp(selected, free, &gap_terms, &mu);
+        let problem = impulses.lcp(free, &gap_terms, &mu);
         timings.lcp_build += clock.elapsed();
 
         let ids: Vec<ContactId> = selected.iter().map(|c| c.id).collect();
-        let warm_start = self
-            .warm
-            .as_ref()
-            .filter(|(previous, _)| *previous == ids)
-            .map(|(_, basis)| basis.clone());
+        let friction: Vec<usize> = selected
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let warm_start = self.warm.basis(29, &ids, &friction, impulses.layout);
         let clock = Instant::now();
         let options = LemkeOptions {
             warm_start,
             ..LemkeOptions::default()
         };
-        let mut solution = lcp::solve(&problem, &options).unwrap_or_else(|e| infallible(e));
+        let mut solution = solve_or_fail(&problem, &options);
         let mut problem = problem;
         // Dependent normals (a box held by more contacts than it has degrees of
         // freedom) can make the linearized gaps inconsistent when a previous
@@ -238,20 +237,20 @@ impl StewartTrinkle {
                 break;
             }
             let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
-            problem = impulses.lcp(selected, free, &clamped, &mu);
+            problem = impulses.lcp(free, &clamped, &mu);
             let blocks = impulses.layout.friction + impulses.layout.contacts;
             let regularization = relative * problem.m.diagonal().amax();
             for i in 0..blocks {
                 problem.m[(i, i)] += regularization;
             }
             let earlier = solution.pivots;
-            solution =
-                lcp::solve(&problem, &LemkeOptions::default()).unwrap_or_else(|e| infallible(e));
+            solution = solve_or_fail(&problem, &LemkeOptions::default());
             solution.pivots += earlier;
         }
         timings.lemke += clock.elapsed();
         if solution.status == LcpStatus::Solved {
-            self.warm = Some((ids, solution.basis.clone()));
+            self.warm
+                .record(29, &ids, &friction, impulses.layout, &solution.basis);
         }
         let velocity_change = impulses.velocity_change(&solution.z);
         let velocity_scale = free.amax().max(1e-3);
@@ -280,7 +279,7 @@ impl StewartTrinkle {
         mut timings: StepTimings,
         start: Instant,
     ) -> StepReport {
-        self.warm = None;
+        self.warm.clear();
         let (kinetic, potential) = model.energy(&state.q, &state.v, params);
         timings.total = start.elapsed();
         StepReport {
@@ -300,10 +299,25 @@ impl StewartTrinkle {
     }
 }
 
-/// Default Lemke options and a basis from a previous LCP of the same contacts
-/// are always valid; an error here is a bug.
-fn infallible(error: crate::lcp::LcpError) -> ! {
-    unreachable!("LCP assembled by the stepper was rejected: {error}")
+/// Lemke on an assembled LCP. A rejected warm start is retried cold; a
+/// rejected problem (non-finite data from a diverging state) is a numerical
+/// failure of the step, never a panic.
+pub(crate) fn solve_or_fail(problem: &lcp::Lcp, options: &LemkeOptions) -> lcp::LcpSolution {
+    let cold = || LemkeOptions {
+        warm_start: None,
+        ..options.clone()
+    };
+    lcp::solve(problem, options)
+        .or_else(|_| lcp::solve(problem, &cold()))
+        .unwrap_or_else(|_| lcp::LcpSolution {
+            z: DVector::zeros(problem.size()),
+            w: DVector::zeros(problem.size()),
+            status: LcpStatus::NumericalFailure,
+            pivots: 0,
+            residual: f64::INFINITY,
+            basis: Vec::new(),
+            warm_started: false,
+        })
 }
 
 /// What one LCP solve gave.

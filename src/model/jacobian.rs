@@ -1,0 +1,196 @@
+//! A contact's generalized normal n and friction directions D = [d₁ … d_k]
+//! (Stewart–Trinkle §3), stored only where they are not zero: on the velocity
+//! blocks of the one or two bodies that touch (3 columns per planar body, 6 per
+//! spatial body), or on all coordinates of a generalized linear system, whose
+//! rows are dense and small.
+//!
+//! A contact's storage is (k + 1)·(its blocks' width) numbers, independent of
+//! how many bodies the system has, and every product with a generalized
+//! vector costs that much, not the number of degrees of freedom.
+
+use nalgebra::{DMatrix, DVector};
+
+/// A contiguous range of generalized velocities: one body's block, or all the
+/// coordinates of a linear system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Block {
+    /// Index of the first velocity.
+    pub start: usize,
+    /// Number of velocities.
+    pub len: usize,
+}
+
+impl Block {
+    /// The velocity indices it covers.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len
+    }
+}
+
+/// n and D of one contact on at most two velocity blocks.
+///
+/// Row 0 is n, rows 1..=k are d₁ … d_k; each row holds the entries of the
+/// first block followed by those of the second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContactJacobian {
+    blocks: [Block; 2],
+    count: usize,
+    width: usize,
+    rows: Vec<f64>,
+}
+
+impl ContactJacobian {
+    /// A zero Jacobian with `friction` directions on the given blocks (one or
+    /// two, not overlapping).
+    pub fn zeros(blocks: &[Block], friction: usize) -> Self {
+        assert!(
+            (1..=2).contains(&blocks.len()),
+            "a contact touches one or two velocity blocks"
+        );
+        let mut stored = [blocks[0]; 2];
+        stored[..blocks.len()].copy_from_slice(blocks);
+        let width = blocks.iter().map(|b| b.len).sum();
+        Self {
+            blocks: stored,
+            count: blocks.len(),
+            width,
+            rows: vec![0.0; width * (friction + 1)],
+        }
+    }
+
+    /// Dense rows: n and the columns of D given over all coordinates (linear
+    /// systems).
+    pub fn dense(normal: &DVector<f64>, friction: &DMatrix<f64>) -> Self {
+        let dof = normal.len();
+        let mut jacobian = Self::zeros(&[Block { start: 0, len: dof }], friction.ncols());
+        jacobian.row_mut(0).copy_from_slice(normal.as_slice());
+        for (c, column) in friction.column_iter().enumerate() {
+            for (slot, value) in jacobian.row_mut(c + 1).iter_mut().zip(column.iter()) {
+                *slot = *value;
+            }
+        }
+        jacobian
+    }
+
+    /// The velocity blocks it touches.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks[..self.count]
+    }
+
+    /// Number of friction directions k.
+    pub fn friction_count(&self) -> usize {
+        self.rows.len() / self.width.max(1) - 1
+    }
+
+    /// Entries per row (the blocks' total width).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Numbers stored: (k + 1)·width.
+    pub fn stored(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Row r (0: n, i ≥ 1: dᵢ) over the blocks.
+    pub fn row(&self, r: usize) -> &[f64] {
+        &self.rows[r * self.width..(r + 1) * self.width]
+    }
+
+    /// Row r, mutable.
+    pub fn row_mut(&mut self, r: usize) -> &mut [f64] {
+        let w = self.width;
+        &mut self.rows[r * w..(r + 1) * w]
+    }
+
+    /// The entries of row r on block b (0 or 1), mutable.
+    pub fn block_row_mut(&mut self, r: usize, b: usize) -> &mut [f64] {
+        let offset: usize = self.blocks[..b].iter().map(|x| x.len).sum();
+        let len = self.blocks[b].len;
+        let start = r * self.width + offset;
+        &mut self.rows[start..start + len]
+    }
+
+    /// rowᵣ · v for a generalized vector v.
+    pub fn dot(&self, r: usize, v: &DVector<f64>) -> f64 {
+        let row = self.row(r);
+        let mut sum = 0.0;
+        let mut offset = 0;
+        for b in self.blocks() {
+            sum += row[offset..offset + b.len]
+                .iter()
+                .zip(&v.as_slice()[b.range()])
+                .map(|(a, x)| a * x)
+                .sum::<f64>();
+            offset += b.len;
+        }
+        sum
+    }
+
+    /// nᵀv.
+    pub fn normal_dot(&self, v: &DVector<f64>) -> f64 {
+        self.dot(0, v)
+    }
+
+    /// out += α·rowᵣ.
+    pub fn add_row(&self, r: usize, alpha: f64, out: &mut DVector<f64>) {
+        let row = self.row(r);
+        let mut offset = 0;
+        for b in self.blocks() {
+            for (o, a) in out.as_mut_slice()[b.range()]
+                .iter_mut()
+                .zip(&row[offset..offset + b.len])
+            {
+                *o += alpha * a;
+            }
+            offset += b.len;
+        }
+    }
+
+    /// n as a dense generalized vector of length `dof`.
+    pub fn dense_normal(&self, dof: usize) -> DVector<f64> {
+        let mut n = DVector::zeros(dof);
+        self.add_row(0, 1.0, &mut n);
+        n
+    }
+
+    /// Friction direction dᵢ (i from 0) as a dense generalized vector.
+    pub fn dense_direction(&self, i: usize, dof: usize) -> DVector<f64> {
+        let mut d = DVector::zeros(dof);
+        self.add_row(i + 1, 1.0, &mut d);
+        d
+    }
+
+    /// D as a dense dof × k matrix.
+    pub fn dense_friction(&self, dof: usize) -> DMatrix<f64> {
+        let k = self.friction_count();
+        let mut d = DMatrix::zeros(dof, k);
+        for i in 0..k {
+            d.set_column(i, &self.dense_direction(i, dof));
+        }
+        d
+    }
+
+    /// rowᵣ(self) · G · rowₛ(other) for a block-diagonal G given per velocity
+    /// by `diagonal` (a rigid system's M⁻¹ or a scaled copy): the entries of
+    /// the Delassus matrix JᵀM⁻¹J, nonzero only where the two contacts share a
+    /// body.
+    pub fn coupling(&self, r: usize, other: &Self, s: usize, diagonal: &[f64]) -> f64 {
+        let (a, b) = (self.row(r), other.row(s));
+        let mut sum = 0.0;
+        let mut oa = 0;
+        for ba in self.blocks() {
+            let mut ob = 0;
+            for bb in other.blocks() {
+                let lo = ba.start.max(bb.start);
+                let hi = (ba.start + ba.len).min(bb.start + bb.len);
+                for i in lo..hi {
+                    sum += a[oa + i - ba.start] * diagonal[i] * b[ob + i - bb.start];
+                }
+                ob += bb.len;
+            }
+            oa += ba.len;
+        }
+        sum
+    }
+}
