@@ -5,27 +5,40 @@
 //!   midpoint qˡ + h vˡ/2 (§3, remark 4);
 //! - each contact's constraint is linearized at q̂: f(q̂) + nᵀ(qˡ⁺¹ − q̂) ≥ 0 with
 //!   qˡ⁺¹ = qˡ + h vˡ⁺¹, i.e. σ = nᵀvˡ⁺¹ + (nᵀqˡ − α₀)/h ≥ 0 where
-//!   (nᵀqˡ − α₀)/h = f(q̂)/h − nᵀv̂ (v̂ the velocity q̂ was predicted with);
+//!   (nᵀqˡ − α₀)/h = f(q̂)/h − nᵀv̂ (v̂ the velocity q̂ was predicted with) —
+//!   taken here as the secant through f(qˡ) and f(q̂) (`secant_contact`), the
+//!   same constraint to first order, so that the energy bound of §3.3 and the
+//!   gap bound hold on piles, where the tangent's curvature error added energy;
 //! - the mixed LCP (25)–(28) is reduced to the pure LCP (29) and solved by Lemke;
 //! - active set (§4): the contacts active at the previous step plus those violated
 //!   at q̂; after the solve, contacts violated at qˡ⁺¹ are added and the step is
 //!   solved again;
 //! - the nonlinear version (§3.6) repeats the solve with n, D re-evaluated at the
-//!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized).
+//!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized);
+//!   whatever `ncp_iterations` says, up to `GAP_ITERATIONS` are taken while the
+//!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
 
 use super::assembly::Impulses;
 use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, LcpStatus, LemkeOptions};
-use crate::model::{Contact, ContactId, Model, State};
+use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 /// Active-set rounds per fixed-point iteration before giving up on adding
 /// contacts found violated after the solve.
 const MAX_ROUNDS: usize = 8;
+
+/// Deepest gap at the end of a step, relative to the model's length scale,
+/// that ends the fixed-point iterations of §3.6 (see [`secant_contact`]).
+const GAP_TOLERANCE: f64 = 1e-8;
+
+/// Fixed-point iterations (§3.6) allowed to bring the end gap within
+/// [`GAP_TOLERANCE`] when `ncp_iterations` asks for fewer.
+const GAP_ITERATIONS: usize = 8;
 
 /// The stepper and what it remembers between steps: the active set and the last
 /// LCP basis (a warm start when the same contacts are active again).
@@ -56,22 +69,34 @@ impl StewartTrinkle {
         let free = &state.v + model.apply_mass_inverse(&force) * h;
         let margin = contact_margin(model, &state.v, h);
 
+        let clock = Instant::now();
+        let start_gaps = StartGaps::new(model.contacts(&state.q, params.edges, margin));
+        timings.geometry += clock.elapsed();
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
         let mut pivots = 0;
         let mut solves = 0;
         let mut result = None;
-        for _ in 0..params.ncp_iterations.max(1) {
+        let asked = params.ncp_iterations.max(1);
+        for iteration in 0..asked.max(GAP_ITERATIONS) {
             let clock = Instant::now();
-            let candidates = model.contacts(&q_hat, params.edges, margin);
+            let found = model.contacts(&q_hat, params.edges, margin);
+            // f(q̂): which contacts the prediction violates.
+            let predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
+            let candidates: Vec<Contact> = found
+                .into_iter()
+                .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
+                .collect();
             timings.geometry += clock.elapsed();
             let mut required = self.active.clone();
             for round in 0..MAX_ROUNDS {
                 let selected: Vec<&Contact> = candidates
                     .iter()
-                    .filter(|c| c.gap <= 0.0 || required.contains(&c.id))
+                    .zip(&predicted)
+                    .filter(|(c, gap)| **gap <= 0.0 || required.contains(&c.id))
+                    .map(|(c, _)| c)
                     .collect();
-                let solved = self.solve(model, params, &selected, &free, &v_hat, &mut timings);
+                let solved = self.solve(model, params, &selected, &free, &mut timings);
                 pivots += solved.pivots;
                 solves += 1;
                 if solved.status != LcpStatus::Solved {
@@ -85,12 +110,13 @@ impl StewartTrinkle {
                 let after = model.contacts(&q_new, params.edges, 0.0);
                 timings.geometry += clock.elapsed();
                 let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
+                let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
                 let missing: Vec<ContactId> = after
                     .iter()
-                    .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id))
-                    .filter(|c| candidates.iter().any(|k| k.id == c.id))
+                    .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id) && known.contains(&c.id))
                     .map(|c| c.id)
                     .collect();
+                let deepest = after.iter().map(|c| c.gap).fold(0.0, f64::min);
                 let done = missing.is_empty() || round + 1 == MAX_ROUNDS;
                 required.extend(missing);
                 if done {
@@ -99,16 +125,20 @@ impl StewartTrinkle {
                         v_new,
                         q_new,
                         selected.iter().map(|&c| c.clone()).collect::<Vec<_>>(),
+                        deepest,
                     ));
                     break;
                 }
             }
-            if let Some((_, v_new, q_new, _)) = &result {
+            if let Some((_, v_new, q_new, _, deepest)) = &result {
+                if iteration + 1 >= asked && *deepest >= -GAP_TOLERANCE * model.length_scale() {
+                    break;
+                }
                 q_hat = q_new.clone();
                 v_hat = v_new.clone();
             }
         }
-        let Some((solved, v_new, q_new, selected)) = result else {
+        let Some((solved, v_new, q_new, selected, _)) = result else {
             unreachable!("MAX_ROUNDS > 0 and ncp_iterations ≥ 1 always produce a result");
         };
 
@@ -155,10 +185,12 @@ impl StewartTrinkle {
             } else {
                 friction_impulse.norm()
             };
-            let gap = after.iter().find(|c| c.id == contact.id).map_or(
-                contact.gap + h * contact.jacobian.normal_dot(&(&v_new - &v_hat)),
-                |c| c.gap,
-            );
+            let gap = after
+                .iter()
+                .find(|c| c.id == contact.id)
+                .map_or(contact.gap + h * contact.jacobian.normal_dot(&v_new), |c| {
+                    c.gap
+                });
             reports.push(ContactReport {
                 id: contact.id,
                 gap,
@@ -197,16 +229,13 @@ impl StewartTrinkle {
         params: &Params,
         selected: &[&Contact],
         free: &DVector<f64>,
-        v_hat: &DVector<f64>,
         timings: &mut StepTimings,
     ) -> Solved {
         let h = params.dt;
         let clock = Instant::now();
         let impulses = Impulses::new(selected, model.mass_inverse_form(), model.dof());
-        let gap_terms: Vec<f64> = selected
-            .iter()
-            .map(|c| c.gap / h - c.jacobian.normal_dot(v_hat))
-            .collect();
+        // `secant_contact` left each contact's gap at the start of the step.
+        let gap_terms: Vec<f64> = selected.iter().map(|c| c.gap / h).collect();
         let mu = vec![params.mu; selected.len()];
         let problem = impulses.lcp(free, &gap_terms, &mu);
         timings.lcp_build += clock.elapsed();
@@ -318,6 +347,103 @@ pub(crate) fn solve_or_fail(problem: &lcp::Lcp, options: &LemkeOptions) -> lcp::
             basis: Vec::new(),
             warm_started: false,
         })
+}
+
+/// The contact as Stewart–Trinkle's constraint on vˡ⁺¹, linearized so that
+/// the step can neither add energy nor end inside.
+///
+/// The paper linearizes f at q̂: f(q̂) + nᵀ(qˡ⁺¹ − q̂) ≥ 0, i.e. σ = nᵀvˡ⁺¹ + γ
+/// with γ = f(q̂)/h − nᵀv̂. The energy argument of §3.3 needs c_n γ ≥ 0
+/// (ΔE = −Σ c_n γ − Σ λ eᵀβ − ½‖Δv‖²_M), but γ differs from f(qˡ)/h by the
+/// curvature of f along the step, O(h ‖v‖² κ), which is negative for a box
+/// corner rising past its centre or one sphere rolling on another: a settled
+/// pile then gains up to 1e-5 of its energy per step. Clamping γ at 0 keeps
+/// the energy but lets the same curvature push the contact 2 mm deep.
+///
+/// Here the constraint is the secant from the start of the step: γ =
+/// f(qˡ)/h ≥ 0 and the normal row is s = n + α v̂_b / ‖v̂_b‖² with α = (f(q̂) −
+/// f(qˡ))/h − nᵀv̂, on the contact's own body blocks b, so that f(qˡ) + h sᵀv̂
+/// = f(q̂) exactly. The impulse acts along the same s, so c_n γ ≥ 0 and the
+/// energy bound holds; at the fixed point of the iterations of §3.6 (v̂ =
+/// vˡ⁺¹) the end gap f(qˡ⁺¹) = f(qˡ) + h sᵀvˡ⁺¹ ≥ 0 exactly. Contacts not
+/// found at qˡ (farther than the margin then) keep the paper's linearization,
+/// with γ ≥ 0 as well. `gap` of the returned contact is f(qˡ) (or the
+/// linearized value), what the LCP's right-hand side needs.
+fn secant_contact(
+    mut contact: Contact,
+    start_gaps: &StartGaps,
+    v_hat: &DVector<f64>,
+    h: f64,
+    length: f64,
+) -> Contact {
+    let slope = contact.jacobian.normal_dot(v_hat);
+    let Some(start) = start_gaps.of(&contact) else {
+        // A contact that came within the margin during the step: the paper's
+        // linearization, held at γ ≥ 0 so that it cannot add energy.
+        contact.gap = (contact.gap - h * slope).max(0.0);
+        return contact;
+    };
+    let blocks: Vec<_> = contact.jacobian.blocks().to_vec();
+    let speed2: f64 = blocks
+        .iter()
+        .flat_map(|b| v_hat.as_slice()[b.range()].iter())
+        .map(|x| x * x)
+        .sum();
+    let alpha = (contact.gap - start) / h - slope;
+    // Below round-off of the gaps the secant and the tangent are the same.
+    if h * speed2.sqrt() > 1e-9 * length {
+        let mut offset = 0;
+        let row = contact.jacobian.row_mut(0);
+        for b in &blocks {
+            for (x, v) in row[offset..offset + b.len]
+                .iter_mut()
+                .zip(&v_hat.as_slice()[b.range()])
+            {
+                *x += alpha * v / speed2;
+            }
+            offset += b.len;
+        }
+    }
+    contact.gap = start;
+    contact
+}
+
+/// The gaps f(qˡ) at the start of the step, by contact identity and, for a
+/// contact whose feature changed during the step (a sphere rolling from a
+/// box's face onto its edge), by body pair and nearest contact point.
+struct StartGaps {
+    by_id: HashMap<ContactId, f64>,
+    by_pair: HashMap<(usize, Other), Vec<(Vector3<f64>, f64)>>,
+}
+
+impl StartGaps {
+    fn new(contacts: Vec<Contact>) -> Self {
+        let mut by_id = HashMap::new();
+        let mut by_pair: HashMap<(usize, Other), Vec<(Vector3<f64>, f64)>> = HashMap::new();
+        for c in contacts {
+            by_id.insert(c.id, c.gap);
+            if let Some(frame) = &c.frame {
+                by_pair
+                    .entry((c.id.a, c.id.b))
+                    .or_default()
+                    .push((frame.point, c.gap));
+            }
+        }
+        Self { by_id, by_pair }
+    }
+
+    /// f(qˡ) of the contact, if the same contact was there at qˡ.
+    fn of(&self, contact: &Contact) -> Option<f64> {
+        if let Some(&gap) = self.by_id.get(&contact.id) {
+            return Some(gap);
+        }
+        let point = contact.frame.as_ref()?.point;
+        self.by_pair
+            .get(&(contact.id.a, contact.id.b))?
+            .iter()
+            .min_by(|x, y| (x.0 - point).norm().total_cmp(&(y.0 - point).norm()))
+            .map(|&(_, gap)| gap)
+    }
 }
 
 /// What one LCP solve gave.
