@@ -413,13 +413,16 @@ fn secant_contact(
 /// box's face onto its edge), by body pair and nearest contact point.
 struct StartGaps {
     by_id: HashMap<ContactId, f64>,
-    by_pair: HashMap<(usize, Other), Vec<(Vector3<f64>, f64)>>,
+    by_pair: HashMap<(usize, Other), PointGaps>,
 }
+
+/// Contact points (world, m) with their gaps (m).
+type PointGaps = Vec<(Vector3<f64>, f64)>;
 
 impl StartGaps {
     fn new(contacts: Vec<Contact>) -> Self {
         let mut by_id = HashMap::new();
-        let mut by_pair: HashMap<(usize, Other), Vec<(Vector3<f64>, f64)>> = HashMap::new();
+        let mut by_pair: HashMap<(usize, Other), PointGaps> = HashMap::new();
         for c in contacts {
             by_id.insert(c.id, c.gap);
             if let Some(frame) = &c.frame {
