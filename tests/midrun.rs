@@ -108,7 +108,10 @@ fn fewer_pyramid_edges_on_a_resting_stack_keep_it_solved() {
             for _ in 0..20 {
                 let report = sim.step().expect("valid parameters");
                 assert_eq!(report.status, LcpStatus::Solved, "{stepper}, k = {edges}");
-                assert!(report.contacts.len() >= 4, "the stack rests on its contacts");
+                assert!(
+                    report.contacts.len() >= 4,
+                    "the stack rests on its contacts"
+                );
             }
         }
     }

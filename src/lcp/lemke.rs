@@ -176,6 +176,20 @@ fn restart_bases(n: usize) -> impl Iterator<Item = Vec<usize>> {
     singles.chain(pairs)
 }
 
+/// A basis split by [`Tableau::partition`].
+struct Partition {
+    /// Row of the basic wⱼ for each j (usize::MAX where wⱼ is not basic).
+    unit_row: Vec<usize>,
+    /// Rows whose basic variable is a z or z₀ (the set C).
+    others: Vec<usize>,
+    /// The rows K no unit column covers.
+    uncovered: Vec<usize>,
+    /// The original columns of the C variables.
+    columns: Vec<DVector<f64>>,
+    /// A_KC.
+    block: DMatrix<f64>,
+}
+
 /// Index of a variable in the augmented system: wᵢ = i, zᵢ = n + i, z₀ = 2n.
 type Var = usize;
 
@@ -470,11 +484,11 @@ impl<'a> Tableau<'a> {
         }
     }
 
-    /// B⁻¹ from the basis columns, exploiting that the columns of basic wⱼ are
-    /// unit vectors: with K the rows no unit column covers and C the other
-    /// columns, B x = b gives x_C = A_KC⁻¹ b_K and x_wⱼ = bⱼ − A_jC x_C, so only an
-    /// m×m inverse (m = |C|) is needed. `None` if B is singular.
-    fn basis_inverse(&self) -> Option<DMatrix<f64>> {
+    /// The basis split by the unit columns of its basic wⱼ: with K the rows no
+    /// unit column covers and C the other columns, B x = b gives x_C = A_KC⁻¹
+    /// b_K and x_wⱼ = bⱼ − A_jC x_C, so only the m×m block A_KC (m = |C|) needs
+    /// a factorization. `None` if |K| ≠ |C| (B singular).
+    fn partition(&self) -> Option<Partition> {
         let n = self.n;
         let mut unit_row = vec![usize::MAX; n];
         let mut others = Vec::new();
@@ -492,8 +506,29 @@ impl<'a> Tableau<'a> {
         }
         let columns: Vec<DVector<f64>> =
             others.iter().map(|&r| self.column(self.basis[r])).collect();
-        let a = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
-        let a_inv = if m == 0 { a } else { a.try_inverse()? };
+        let block = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
+        Some(Partition {
+            unit_row,
+            others,
+            uncovered,
+            columns,
+            block,
+        })
+    }
+
+    /// B⁻¹ from the basis columns through [`Self::partition`]. `None` if B is
+    /// singular.
+    fn basis_inverse(&self) -> Option<DMatrix<f64>> {
+        let n = self.n;
+        let Partition {
+            unit_row,
+            others,
+            uncovered,
+            columns,
+            block,
+        } = self.partition()?;
+        let m = others.len();
+        let a_inv = if m == 0 { block } else { block.try_inverse()? };
         if a_inv.iter().any(|x| !x.is_finite()) {
             return None;
         }
@@ -518,30 +553,21 @@ impl<'a> Tableau<'a> {
         Some(binv)
     }
 
-    /// x with B x = b by the same partition as [`Self::basis_inverse`]: an LU
-    /// solve of the m×m block A_KC, then x_w = b_w − A_wC x_C, in O(m³ + nm)
-    /// instead of the O(n³) of a full LU. `None` if A_KC is singular.
+    /// x with B x = b through [`Self::partition`]: an LU solve of A_KC, then
+    /// x_w = b_w − A_wC x_C, in O(m³ + nm) instead of the O(n³) of a full LU.
+    /// `None` if A_KC is singular.
     fn basis_solve(&self, b: &DVector<f64>) -> Option<DVector<f64>> {
         let n = self.n;
-        let mut unit_row = vec![usize::MAX; n];
-        let mut others = Vec::new();
-        for (row, &var) in self.basis.iter().enumerate() {
-            if var < n {
-                unit_row[var] = row;
-            } else {
-                others.push(row);
-            }
-        }
-        let uncovered: Vec<usize> = (0..n).filter(|&j| unit_row[j] == usize::MAX).collect();
+        let Partition {
+            unit_row,
+            others,
+            uncovered,
+            columns,
+            block,
+        } = self.partition()?;
         let m = others.len();
-        if uncovered.len() != m {
-            return None;
-        }
-        let columns: Vec<DVector<f64>> =
-            others.iter().map(|&r| self.column(self.basis[r])).collect();
-        let a = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
         let b_k = DVector::from_fn(m, |k, _| b[uncovered[k]]);
-        let x_c = if m == 0 { b_k } else { a.lu().solve(&b_k)? };
+        let x_c = if m == 0 { b_k } else { block.lu().solve(&b_k)? };
         let mut x = DVector::zeros(n);
         for (c, &row) in others.iter().enumerate() {
             x[row] = x_c[c];
