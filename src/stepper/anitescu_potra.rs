@@ -26,11 +26,14 @@
 
 use super::assembly::{Impulses, Layout};
 use super::projection::project;
-use super::{ContactReport, ContactState, StepReport, StepTimings};
-use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
+use super::report;
+use super::settings::StepSettings;
+use super::solve::solve_regularized;
+use super::{ContactReport, StepReport, StepTimings};
+use crate::lcp::{Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
-use nalgebra::{DMatrix, DVector, Vector3};
+use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -45,6 +48,8 @@ pub struct AnitescuPotra {
     active: BTreeSet<ContactId>,
     /// Keep each step's final LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
+    /// Tolerances.
+    pub settings: StepSettings,
 }
 
 impl AnitescuPotra {
@@ -54,6 +59,7 @@ impl AnitescuPotra {
             implicit: true,
             active: BTreeSet::new(),
             record_lcp: false,
+            settings: StepSettings::default(),
         }
     }
 
@@ -77,7 +83,7 @@ impl AnitescuPotra {
         let mut timings = StepTimings::default();
         let h = params.dt;
         let touch = touch_tolerance(model);
-        let margin = contact_margin(model, &state.v, h);
+        let margin = self.settings.contact_margin(model, &state.v, h);
         let (mut q, mut v, mut t) = (state.q.clone(), state.v.clone(), state.t);
         let mut remaining = h;
         let (mut pivots, mut solves) = (0, 0);
@@ -234,7 +240,7 @@ impl AnitescuPotra {
         // Projection (§2.3.4) of the joints and the theoretically active
         // contacts (§3): those that penetrate and those that carry an impulse.
         let clock = Instant::now();
-        let impulse_tol = 1e-9 * solved.z.amax();
+        let impulse_tol = self.settings.zero * solved.z.amax();
         let holding: BTreeSet<ContactId> = selected
             .iter()
             .enumerate()
@@ -245,7 +251,7 @@ impl AnitescuPotra {
         let after = model.contacts(&q, params.edges, margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
-        let reports = contact_reports(&selected, &solved, &after);
+        let reports = contact_reports(&selected, &solved, &after, &self.settings);
         state.q = q;
         state.v = v;
         state.t += h;
@@ -275,7 +281,9 @@ impl AnitescuPotra {
         self.active = contacts
             .iter()
             .enumerate()
-            .filter(|(j, _)| solved.w[solved.layout.normal(*j)] <= 1e-9 * solved.velocity_scale)
+            .filter(|(j, _)| {
+                solved.w[solved.layout.normal(*j)] <= self.settings.zero * solved.velocity_scale
+            })
             .map(|(_, c)| c.id)
             .collect();
     }
@@ -289,25 +297,18 @@ impl AnitescuPotra {
         solved: &VelocityStep,
         pivots: usize,
         solves: usize,
-        mut timings: StepTimings,
+        timings: StepTimings,
         start: Instant,
     ) -> StepReport {
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts: Vec::new(),
+        let failed = report::Failure {
+            status: solved.status,
+            residual: solved.residual,
             lcp_size: solved.layout.size(),
             pivots,
             solves,
-            status: solved.status,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap: f64::NAN,
-            timings,
             lcp: solved.lcp.clone(),
-        }
+        };
+        report::failure(model, params, state, failed, timings, start)
     }
 }
 
@@ -390,7 +391,7 @@ pub fn solve_velocity(
     // equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃, LCP(DGD, Dq)
     // has the solutions D⁻¹z and keeps the structure Theorem 2.2 relies on.
     let scaling = equilibration(&problem, layout, contacts);
-    let mut scaled = Lcp {
+    let scaled = Lcp {
         m: DMatrix::from_fn(problem.m.nrows(), problem.m.ncols(), |i, j| {
             scaling[i] * problem.m[(i, j)] * scaling[j]
         }),
@@ -399,29 +400,18 @@ pub fn solve_velocity(
     timings.lcp_build += clock.elapsed();
 
     let clock = Instant::now();
-    let Ok(mut solution) = lcp::solve(&scaled, &LemkeOptions::default()) else {
-        return failure(LcpStatus::NumericalFailure);
-    };
     // Theorem 2.2 guarantees a solution; dependent normals (a box on four
     // corners, or rigidly linked bodies in the stiff limit) make bases nearly
-    // singular, and a relative 1e-6 (then 1e-4) on the diagonal of the scaled
-    // JᵀWJ separates the dependent rows, as in the Stewart–Trinkle stepper.
-    for relative in [1e-6, 1e-4] {
-        if solution.status == LcpStatus::Solved {
-            break;
-        }
-        let blocks = layout.friction + layout.contacts;
-        let regularization = relative * scaled.m.diagonal().amax();
-        for i in 0..blocks {
-            scaled.m[(i, i)] += regularization;
-        }
-        let earlier = solution.pivots;
-        let Ok(next) = lcp::solve(&scaled, &LemkeOptions::default()) else {
-            return failure(LcpStatus::NumericalFailure);
-        };
-        solution = next;
-        solution.pivots += earlier;
-    }
+    // singular, and the shared regularization of the scaled JᵀWJ separates
+    // the dependent rows, as in the Stewart–Trinkle stepper.
+    let blocks = layout.friction + layout.contacts;
+    let (mut solution, _) = solve_regularized(
+        &scaled,
+        None,
+        blocks,
+        &LemkeOptions::default(),
+        &StepSettings::default(),
+    );
     solution.z.component_mul_assign(&scaling);
     solution.w.component_div_assign(&scaling);
     timings.lemke += clock.elapsed();
@@ -535,53 +525,32 @@ fn touch_tolerance(model: &Model) -> f64 {
     1e-9 * model.length_scale().max(1.0)
 }
 
-/// How far ahead contacts are looked for: what bodies can close in two steps
-/// at their current speed, plus a fraction of the body size.
-fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
-    let scale = model.length_scale();
-    0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
-}
-
 /// The per-contact reports of the final solve.
 fn contact_reports(
     selected: &[Contact],
     solved: &VelocityStep,
     after: &[Contact],
+    settings: &StepSettings,
 ) -> Vec<ContactReport> {
     let layout = solved.layout;
-    let impulse_tol = 1e-9 * solved.z.amax();
+    let impulse_tol = settings.zero * solved.z.amax();
     let mut column = 0;
     selected
         .iter()
         .enumerate()
         .map(|(j, contact)| {
             let k = contact.jacobian.friction_count();
-            let beta = solved.z.rows(column, k);
+            let beta: Vec<f64> = solved.z.rows(column, k).iter().copied().collect();
             column += k;
             let c_n = solved.z[layout.normal(j)];
             let lambda = solved.z[layout.lambda(j)];
-            let state = if c_n <= impulse_tol {
-                ContactState::Separating
-            } else if lambda > 1e-9 * solved.velocity_scale {
-                ContactState::Slip
-            } else {
-                ContactState::Stick
-            };
-            let friction_impulse = contact
-                .frame
-                .as_ref()
-                .map(|f| {
-                    f.tangents
-                        .iter()
-                        .zip(beta.iter())
-                        .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
-                })
-                .unwrap_or_else(Vector3::zeros);
-            let tangential_impulse = if k == 2 {
-                beta[0] - beta[1]
-            } else {
-                friction_impulse.norm()
-            };
+            let state = report::contact_state(
+                c_n,
+                impulse_tol,
+                lambda,
+                settings.zero * solved.velocity_scale,
+            );
+            let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
             let gap = after
                 .iter()
                 .find(|c| c.id == contact.id)

@@ -10,6 +10,9 @@ pub mod assembly;
 pub mod glocker_studer;
 pub mod moreau_jean;
 pub mod projection;
+pub mod report;
+pub mod settings;
+pub mod solve;
 pub mod stewart_trinkle;
 pub mod warm;
 

@@ -26,6 +26,9 @@
 
 use super::assembly::Impulses;
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
+use super::report;
+use super::settings::StepSettings;
+use super::solve::{solve_or_fail, solve_regularized};
 use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
@@ -42,6 +45,8 @@ pub struct MoreauJean {
     warm: WarmStart,
     /// Keep each step's LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
+    /// Tolerances.
+    pub settings: StepSettings,
 }
 
 /// The impulses of one contact of the index set.
@@ -143,27 +148,20 @@ impl MoreauJean {
         );
         if solved.status != LcpStatus::Solved {
             self.warm.clear();
-            let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-            timings.total = start.elapsed();
-            return StepReport {
-                t: state.t,
-                contacts: Vec::new(),
+            let failed = report::Failure {
+                status: solved.status,
+                residual: solved.residual,
                 lcp_size: solved.lcp_size,
                 pivots: solved.pivots,
                 solves: solved.solves,
-                status: solved.status,
-                residual: solved.residual,
-                kinetic_energy: kinetic,
-                potential_energy: potential,
-                min_gap: f64::NAN,
-                timings,
                 lcp: solved.lcp,
             };
+            return report::failure(model, params, state, failed, timings, start);
         }
         // Step 5: q^E = q^M + (h/2) u^E.
         let q_end = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
         let clock = Instant::now();
-        let margin = contact_margin(model, &solved.velocity, h);
+        let margin = self.settings.contact_margin(model, &solved.velocity, h);
         let after = model.contacts(&q_end, params.edges, margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
@@ -284,7 +282,7 @@ impl MoreauJean {
                 let impulses = problem.impulses(&solution.z, &solution.w);
                 let velocity = &free + problem.velocity_change(&impulses);
                 let scale = velocity_scale(&free);
-                let impulse_tol = 1e-9 * solution.z.amax();
+                let impulse_tol = self.settings.zero * solution.z.amax();
                 let impulses = contacts
                     .iter()
                     .zip(&impulses)
@@ -298,7 +296,7 @@ impl MoreauJean {
                             normal: p.normal,
                             tangential: p.tangential,
                             friction,
-                            sliding: p.slip.abs() > 1e-9 * scale,
+                            sliding: p.slip.abs() > self.settings.zero * scale,
                             pressed: p.normal > impulse_tol,
                         }
                     })
@@ -369,51 +367,40 @@ impl MoreauJean {
             .iter()
             .map(|c| c.jacobian.friction_count())
             .collect();
-        let mut solution = self.lemke(&problem, ids, &friction, layout, 29, timings);
-        // Dependent normals (more contacts than a body has freedoms) make the
-        // tableau nearly singular; a compliance of 1e-6 (then 1e-4) of the
-        // largest diagonal entry of JᵀM⁻¹J separates them, as in Stewart–Trinkle.
-        for relative in [1e-6, 1e-4] {
-            if solution.status == LcpStatus::Solved {
-                break;
-            }
-            let blocks = layout.friction + layout.contacts;
-            let regularization = relative * problem.m.diagonal().amax();
-            for i in 0..blocks {
-                problem.m[(i, i)] += regularization;
-            }
-            let earlier = solution.pivots;
-            solution = self.lemke(&problem, ids, &friction, layout, 0, timings);
-            solution.pivots += earlier;
+        let warm_start = self.warm.basis(29, ids, &friction, layout);
+        let clock = Instant::now();
+        let options = LemkeOptions {
+            warm_start,
+            ..LemkeOptions::default()
+        };
+        let blocks = layout.friction + layout.contacts;
+        let (solution, fallback) =
+            solve_regularized(&problem, None, blocks, &options, &self.settings);
+        timings.lemke += clock.elapsed();
+        if solution.status == LcpStatus::Solved {
+            self.warm
+                .record(29, ids, &friction, layout, &solution.basis);
         }
+        let problem = fallback.unwrap_or(problem);
         let velocity = free + impulses.velocity_change(&solution.z);
         let scale = velocity_scale(free);
-        let impulse_tol = 1e-9 * solution.z.amax();
+        let zero = self.settings.zero;
+        let impulse_tol = zero * solution.z.amax();
         let mut column = 0;
         let contact_impulses = contacts
             .iter()
             .enumerate()
             .map(|(j, c)| {
                 let k = c.jacobian.friction_count();
-                let beta = solution.z.rows(column, k);
+                let beta: Vec<f64> = solution.z.rows(column, k).iter().copied().collect();
                 column += k;
-                let friction = c.frame.as_ref().map_or_else(Vector3::zeros, |f| {
-                    f.tangents
-                        .iter()
-                        .zip(beta.iter())
-                        .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
-                });
-                let tangential = if k == 2 {
-                    beta[0] - beta[1]
-                } else {
-                    friction.norm()
-                };
+                let (friction, tangential) = report::friction_impulse(c, &beta);
                 let normal = solution.z[layout.normal(j)];
                 ContactImpulse {
                     normal,
                     tangential,
                     friction,
-                    sliding: solution.z[layout.lambda(j)] > 1e-9 * scale,
+                    sliding: solution.z[layout.lambda(j)] > zero * scale,
                     pressed: normal > impulse_tol,
                 }
             })
@@ -430,30 +417,6 @@ impl MoreauJean {
             lcp: self.record_lcp.then_some(problem),
         }
     }
-
-    /// Lemke on `problem`, warm-started from the previous basis mapped by
-    /// contact identity when the same formulation `form` was solved last; 0 =
-    /// no warm start and nothing remembered.
-    #[allow(clippy::too_many_arguments)]
-    fn lemke(
-        &mut self,
-        problem: &Lcp,
-        ids: &[ContactId],
-        friction: &[usize],
-        layout: super::assembly::Layout,
-        form: u32,
-        timings: &mut StepTimings,
-    ) -> lcp::LcpSolution {
-        let warm_start = (form != 0)
-            .then(|| self.warm.basis(form, ids, friction, layout))
-            .flatten();
-        let solution = timed_lemke(problem, warm_start, timings);
-        if solution.status == LcpStatus::Solved && form != 0 {
-            self.warm
-                .record(form, ids, friction, layout, &solution.basis);
-        }
-        solution
-    }
 }
 
 /// Lemke from `warm_start` (or cold), its time added to the step's.
@@ -467,7 +430,7 @@ fn timed_lemke(
         warm_start,
         ..LemkeOptions::default()
     };
-    let solution = super::stewart_trinkle::solve_or_fail(problem, &options);
+    let solution = solve_or_fail(problem, &options);
     timings.lemke += clock.elapsed();
     solution
 }
@@ -493,13 +456,6 @@ fn report(contact: &Contact, impulse: &ContactImpulse, gap: f64) -> ContactRepor
 
 fn velocity_scale(v: &DVector<f64>) -> f64 {
     v.amax().max(1e-3)
-}
-
-/// How far from contact the report looks for the smallest gap: what bodies can
-/// close in two steps, plus a small fraction of the body size.
-fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
-    let scale = model.length_scale();
-    0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
 }
 
 #[cfg(test)]

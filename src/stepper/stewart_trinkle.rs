@@ -19,26 +19,17 @@
 //!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
 
 use super::assembly::Impulses;
+use super::report;
+use super::settings::StepSettings;
+use super::solve::solve_regularized;
 use super::warm::WarmStart;
-use super::{ContactReport, ContactState, StepReport, StepTimings};
-use crate::lcp::{self, LcpStatus, LemkeOptions};
+use super::{ContactReport, StepReport, StepTimings};
+use crate::lcp::{LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
-
-/// Active-set rounds per fixed-point iteration before giving up on adding
-/// contacts found violated after the solve.
-const MAX_ROUNDS: usize = 8;
-
-/// Deepest gap at the end of a step, relative to the model's length scale,
-/// that ends the fixed-point iterations of §3.6 (see [`secant_contact`]).
-const GAP_TOLERANCE: f64 = 1e-8;
-
-/// Fixed-point iterations (§3.6) allowed to bring the end gap within
-/// [`GAP_TOLERANCE`] when `ncp_iterations` asks for fewer.
-const GAP_ITERATIONS: usize = 8;
 
 /// The stepper and what it remembers between steps: the active set and the last
 /// LCP basis (a warm start when the same contacts are active again).
@@ -48,6 +39,8 @@ pub struct StewartTrinkle {
     warm: WarmStart,
     /// Keep each step's final LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
+    /// Tolerances and iteration limits.
+    pub settings: StepSettings,
 }
 
 impl StewartTrinkle {
@@ -67,7 +60,7 @@ impl StewartTrinkle {
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
-        let margin = contact_margin(model, &state.v, h);
+        let margin = self.settings.contact_margin(model, &state.v, h);
 
         let clock = Instant::now();
         let start_gaps = StartGaps::new(model.contacts(&state.q, params.edges, margin));
@@ -78,7 +71,7 @@ impl StewartTrinkle {
         let mut solves = 0;
         let mut result = None;
         let asked = params.ncp_iterations.max(1);
-        for iteration in 0..asked.max(GAP_ITERATIONS) {
+        for iteration in 0..asked.max(self.settings.gap_iterations) {
             let clock = Instant::now();
             let found = model.contacts(&q_hat, params.edges, margin);
             // f(q̂): which contacts the prediction violates.
@@ -89,7 +82,7 @@ impl StewartTrinkle {
                 .collect();
             timings.geometry += clock.elapsed();
             let mut required = self.active.clone();
-            for round in 0..MAX_ROUNDS {
+            for round in 0..self.settings.active_set_rounds.max(1) {
                 let selected: Vec<&Contact> = candidates
                     .iter()
                     .zip(&predicted)
@@ -117,7 +110,7 @@ impl StewartTrinkle {
                     .map(|c| c.id)
                     .collect();
                 let deepest = after.iter().map(|c| c.gap).fold(0.0, f64::min);
-                let done = missing.is_empty() || round + 1 == MAX_ROUNDS;
+                let done = missing.is_empty() || round + 1 >= self.settings.active_set_rounds;
                 required.extend(missing);
                 if done {
                     result = Some((
@@ -131,7 +124,9 @@ impl StewartTrinkle {
                 }
             }
             if let Some((_, v_new, q_new, _, deepest)) = &result {
-                if iteration + 1 >= asked && *deepest >= -GAP_TOLERANCE * model.length_scale() {
+                if iteration + 1 >= asked
+                    && *deepest >= -self.settings.gap_tolerance * model.length_scale()
+                {
                     break;
                 }
                 q_hat = q_new.clone();
@@ -139,7 +134,7 @@ impl StewartTrinkle {
             }
         }
         let Some((solved, v_new, q_new, selected, _)) = result else {
-            unreachable!("MAX_ROUNDS > 0 and ncp_iterations ≥ 1 always produce a result");
+            unreachable!("the settings allow at least one round and one iteration");
         };
 
         // The new state, the next active set, the report.
@@ -159,32 +154,14 @@ impl StewartTrinkle {
             let c_n = solved.z[layout.normal(j)];
             let lambda = solved.z[layout.lambda(j)];
             let sigma = solved.w[layout.normal(j)];
-            let impulse_tol = 1e-9 * solved.z.amax();
-            let state_j = if c_n <= impulse_tol {
-                ContactState::Separating
-            } else if lambda > 1e-9 * scale {
-                ContactState::Slip
-            } else {
-                ContactState::Stick
-            };
-            if c_n > impulse_tol || sigma <= 1e-9 * scale {
+            let zero = self.settings.zero;
+            let impulse_tol = zero * solved.z.amax();
+            let state_j = report::contact_state(c_n, impulse_tol, lambda, zero * scale);
+            if c_n > impulse_tol || sigma <= zero * scale {
                 self.active.insert(contact.id);
             }
-            let friction_impulse = contact
-                .frame
-                .as_ref()
-                .map(|f| {
-                    f.tangents
-                        .iter()
-                        .zip(beta.iter())
-                        .fold(Vector3::zeros(), |s, (t, b)| s + t * *b)
-                })
-                .unwrap_or_else(Vector3::zeros);
-            let tangential_impulse = if k == 2 {
-                beta[0] - beta[1]
-            } else {
-                friction_impulse.norm()
-            };
+            let beta: Vec<f64> = beta.iter().copied().collect();
+            let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
             let gap = after
                 .iter()
                 .find(|c| c.id == contact.id)
@@ -251,31 +228,16 @@ impl StewartTrinkle {
             warm_start,
             ..LemkeOptions::default()
         };
-        let mut solution = solve_or_fail(&problem, &options);
-        let mut problem = problem;
-        // Dependent normals (a box held by more contacts than it has degrees of
-        // freedom) can make the linearized gaps inconsistent when a previous
-        // step ended slightly inside: LCP(N, 0) then has solutions with zᵀb < 0
-        // and Lemke's guarantee (CPS Thm. 4.4.12, §3.2) is lost. Asking
-        // penetrating contacts only not to close further restores zᵀb ≥ 0. The
-        // same dependence makes the tableau's bases nearly singular; a relative
-        // 1e-6 (then 1e-4) on the diagonal of JᵀM⁻¹J — a compliance far below
-        // anything visible — separates the dependent rows.
-        for relative in [1e-6, 1e-4] {
-            if solution.status == LcpStatus::Solved {
-                break;
-            }
-            let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
-            problem = impulses.lcp(free, &clamped, &mu);
-            let blocks = impulses.layout.friction + impulses.layout.contacts;
-            let regularization = relative * problem.m.diagonal().amax();
-            for i in 0..blocks {
-                problem.m[(i, i)] += regularization;
-            }
-            let earlier = solution.pivots;
-            solution = solve_or_fail(&problem, &LemkeOptions::default());
-            solution.pivots += earlier;
-        }
+        // Dependent normals can also make the gaps of contacts that start
+        // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
+        // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
+        // asks those contacts only not to close further.
+        let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
+        let relaxed = impulses.lcp(free, &clamped, &mu);
+        let blocks = impulses.layout.friction + impulses.layout.contacts;
+        let (solution, fallback) =
+            solve_regularized(&problem, Some(&relaxed), blocks, &options, &self.settings);
+        let problem = fallback.unwrap_or(problem);
         timings.lemke += clock.elapsed();
         if solution.status == LcpStatus::Solved {
             self.warm
@@ -305,48 +267,20 @@ impl StewartTrinkle {
         solved: Solved,
         pivots: usize,
         solves: usize,
-        mut timings: StepTimings,
+        timings: StepTimings,
         start: Instant,
     ) -> StepReport {
         self.warm.clear();
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts: Vec::new(),
+        let failed = report::Failure {
+            status: solved.status,
+            residual: solved.residual,
             lcp_size: solved.layout.size(),
             pivots,
             solves,
-            status: solved.status,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap: f64::NAN,
-            timings,
             lcp: solved.lcp,
-        }
+        };
+        report::failure(model, params, state, failed, timings, start)
     }
-}
-
-/// Lemke on an assembled LCP. A rejected warm start is retried cold; a
-/// rejected problem (non-finite data from a diverging state) is a numerical
-/// failure of the step, never a panic.
-pub(crate) fn solve_or_fail(problem: &lcp::Lcp, options: &LemkeOptions) -> lcp::LcpSolution {
-    let cold = || LemkeOptions {
-        warm_start: None,
-        ..options.clone()
-    };
-    lcp::solve(problem, options)
-        .or_else(|_| lcp::solve(problem, &cold()))
-        .unwrap_or_else(|_| lcp::LcpSolution {
-            z: DVector::zeros(problem.size()),
-            w: DVector::zeros(problem.size()),
-            status: LcpStatus::NumericalFailure,
-            pivots: 0,
-            residual: f64::INFINITY,
-            basis: Vec::new(),
-            warm_started: false,
-        })
 }
 
 /// The contact as Stewart–Trinkle's constraint on vˡ⁺¹, linearized so that
@@ -460,11 +394,4 @@ struct Solved {
     w: DVector<f64>,
     velocity_scale: f64,
     lcp: Option<crate::lcp::Lcp>,
-}
-
-/// How far ahead contacts are looked for: the distance bodies can close in two
-/// steps at their current speed, plus a small fraction of the body size.
-fn contact_margin(model: &Model, v: &DVector<f64>, h: f64) -> f64 {
-    let scale = model.length_scale();
-    0.05 * scale + 2.0 * h * v.amax() * scale.max(1.0)
 }
