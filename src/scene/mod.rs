@@ -7,6 +7,7 @@
 //! for examples and the README for the format.
 
 pub mod drawing;
+pub mod generate;
 mod locate;
 mod mechanism;
 mod spec;

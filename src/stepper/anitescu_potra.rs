@@ -405,13 +405,15 @@ pub fn solve_velocity(
     // singular, and the shared regularization of the scaled JᵀWJ separates
     // the dependent rows, as in the Stewart–Trinkle stepper.
     let blocks = layout.friction + layout.contacts;
-    let (mut solution, _) = solve_regularized(
+    let mut solution = solve_regularized(
         &scaled,
         None,
         blocks,
         &LemkeOptions::default(),
         &StepSettings::default(),
-    );
+        0,
+    )
+    .solution;
     solution.z.component_mul_assign(&scaling);
     solution.w.component_div_assign(&scaling);
     timings.lemke += clock.elapsed();

@@ -43,6 +43,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, Default)]
 pub struct MoreauJean {
     warm: WarmStart,
+    /// The regularization level that solved the last LCP, where the next
+    /// step's ladder starts ([`solve_regularized`]).
+    level: usize,
     /// Keep each step's LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
     /// Tolerances.
@@ -127,6 +130,7 @@ impl MoreauJean {
     /// Forgets the warm start (after a reset or a scene change).
     pub fn clear(&mut self) {
         self.warm.clear();
+        self.level = 0;
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved
@@ -374,8 +378,10 @@ impl MoreauJean {
             ..LemkeOptions::default()
         };
         let blocks = layout.friction + layout.contacts;
-        let (solution, fallback) =
-            solve_regularized(&problem, None, blocks, &options, &self.settings);
+        let regularized =
+            solve_regularized(&problem, None, blocks, &options, &self.settings, self.level);
+        self.level = regularized.level;
+        let (solution, fallback) = (regularized.solution, regularized.fallback);
         timings.lemke += clock.elapsed();
         if solution.status == LcpStatus::Solved {
             self.warm

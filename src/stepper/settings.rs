@@ -26,6 +26,13 @@ pub struct StepSettings {
     /// has freedoms): far below anything visible, enough to separate the
     /// dependent rows.
     pub regularization: [f64; 2],
+    /// LCPs of at least this many unknowns start from the compliance that
+    /// solved the previous step ([`super::solve::solve_regularized`]): on a
+    /// settled pile of boxes the unregularized attempt fails on every step and
+    /// its cold restart costs hundreds of pivots. Smaller LCPs always try the
+    /// scheme's own, unregularized problem first; a failed attempt costs
+    /// little there.
+    pub remember_regularization_from: usize,
     /// Relative size below which an impulse or a slip velocity is zero (the
     /// contact states stick, slip and separating).
     pub zero: f64,
@@ -39,6 +46,7 @@ impl Default for StepSettings {
             gap_tolerance: 1e-8,
             gap_iterations: 8,
             regularization: [1e-6, 1e-4],
+            remember_regularization_from: 100,
             zero: 1e-9,
         }
     }

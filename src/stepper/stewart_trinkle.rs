@@ -37,6 +37,9 @@ use std::time::Instant;
 pub struct StewartTrinkle {
     active: BTreeSet<ContactId>,
     warm: WarmStart,
+    /// The regularization level that solved the last LCP, where the next
+    /// step's ladder starts ([`solve_regularized`]).
+    level: usize,
     /// Keep each step's final LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
     /// Tolerances and iteration limits.
@@ -48,6 +51,7 @@ impl StewartTrinkle {
     pub fn clear(&mut self) {
         self.active.clear();
         self.warm.clear();
+        self.level = 0;
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
@@ -71,6 +75,11 @@ impl StewartTrinkle {
         let mut solves = 0;
         let mut result = None;
         let asked = params.ncp_iterations.max(1);
+        // The contacts every iteration must keep: the previous step's active set,
+        // then every contact an earlier iteration had to include. Without the
+        // memory, a contact that one iteration resolved is no longer violated at
+        // the next q̂, drops out, and is violated again: the iterations oscillate.
+        let mut required = self.active.clone();
         for iteration in 0..asked.max(self.settings.gap_iterations) {
             let clock = Instant::now();
             let found = model.contacts(&q_hat, params.edges, margin);
@@ -81,12 +90,37 @@ impl StewartTrinkle {
                 .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
                 .collect();
             timings.geometry += clock.elapsed();
-            let mut required = self.active.clone();
             for round in 0..self.settings.active_set_rounds.max(1) {
+                // A required contact may come back under another feature (a
+                // sphere passing from a box's face to its edge). Its pair's
+                // nearest candidate stands in for it; without that, the
+                // iterations alternate between the two features and one of
+                // them ends deep inside.
+                let present: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
+                let mut stand_ins: HashMap<(usize, Other), (usize, f64)> = HashMap::new();
+                let vanished: BTreeSet<(usize, Other)> = required
+                    .iter()
+                    .filter(|id| !present.contains(id))
+                    .map(|id| (id.a, id.b))
+                    .collect();
+                for (i, (c, &gap)) in candidates.iter().zip(&predicted).enumerate() {
+                    let pair = (c.id.a, c.id.b);
+                    if vanished.contains(&pair) {
+                        let best = stand_ins.entry(pair).or_insert((i, gap));
+                        if gap < best.1 {
+                            *best = (i, gap);
+                        }
+                    }
+                }
+                let stand_in: BTreeSet<usize> = stand_ins.values().map(|&(i, _)| i).collect();
                 let selected: Vec<&Contact> = candidates
                     .iter()
                     .zip(&predicted)
-                    .filter(|(c, gap)| **gap <= 0.0 || required.contains(&c.id))
+                    .enumerate()
+                    .filter(|(i, (c, gap))| {
+                        **gap <= 0.0 || required.contains(&c.id) || stand_in.contains(i)
+                    })
+                    .map(|(_, pair)| pair)
                     .map(|(c, _)| c)
                     .collect();
                 let solved = self.solve(model, params, &selected, &free, &mut timings);
@@ -113,6 +147,7 @@ impl StewartTrinkle {
                 let done = missing.is_empty() || round + 1 >= self.settings.active_set_rounds;
                 required.extend(missing);
                 if done {
+                    required.extend(chosen);
                     result = Some((
                         solved,
                         v_new,
@@ -235,8 +270,16 @@ impl StewartTrinkle {
         let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
         let relaxed = impulses.lcp(free, &clamped, &mu);
         let blocks = impulses.layout.friction + impulses.layout.contacts;
-        let (solution, fallback) =
-            solve_regularized(&problem, Some(&relaxed), blocks, &options, &self.settings);
+        let regularized = solve_regularized(
+            &problem,
+            Some(&relaxed),
+            blocks,
+            &options,
+            &self.settings,
+            self.level,
+        );
+        self.level = regularized.level;
+        let (solution, fallback) = (regularized.solution, regularized.fallback);
         let problem = fallback.unwrap_or(problem);
         timings.lemke += clock.elapsed();
         if solution.status == LcpStatus::Solved {

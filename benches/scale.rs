@@ -1,0 +1,130 @@
+//! How the Stewart–Trinkle step scales with the number of bodies: piles of N
+//! bodies from `contactlab::scene::generate::pile`, one layout for every N,
+//! each run from the drop for `CONTACTLAB_SCALE_SECONDS` of simulated time
+//! (default 1 s: the drop, the impacts and the settling). For each N it prints
+//! the mean time per step, pivots per step, LCP size, real-time factor and the
+//! split between geometry, LCP assembly and Lemke; then the growth exponent of
+//! the time per step against N, fitted (least squares on log–log) over N ≥ 22.
+//! Criterion then times single steps of each settled pile.
+//!
+//! `CONTACTLAB_SCALE_SIZES=10,22,50` picks the sizes (default 10, 22, 50, 100,
+//! 200).
+
+use contactlab::scene::generate;
+use contactlab::sim::Simulation;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use std::time::Duration;
+
+fn sizes() -> Vec<usize> {
+    std::env::var("CONTACTLAB_SCALE_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![10, 22, 50, 100, 200])
+}
+
+fn seconds() -> f64 {
+    std::env::var("CONTACTLAB_SCALE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&s: &f64| s > 0.0)
+        .unwrap_or(1.0)
+}
+
+/// One run from the drop: (N, mean seconds per step) after printing its row.
+fn run(n: usize, seconds: f64) -> (Simulation, f64) {
+    let scene = generate::pile(n).expect("generated piles load");
+    let mut sim = Simulation::new(scene);
+    let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
+    let (mut geometry, mut build, mut lemke, mut total) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
+    let (mut pivots, mut max_pivots, mut size, mut failed) = (0, 0, 0, 0);
+    for _ in 0..steps {
+        match sim.step() {
+            Ok(r) => {
+                geometry += r.timings.geometry;
+                build += r.timings.lcp_build;
+                lemke += r.timings.lemke;
+                total += r.timings.total;
+                pivots += r.pivots;
+                max_pivots = max_pivots.max(r.pivots);
+                size += r.lcp_size;
+                if r.status != contactlab::lcp::LcpStatus::Solved {
+                    failed += 1;
+                }
+            }
+            Err(e) => panic!("pile {n}: {e}"),
+        }
+    }
+    let per_step = total.as_secs_f64() / steps as f64;
+    let pct = |d: Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(1e-12);
+    eprintln!(
+        "| {n} | {:.2} | {:.2} | {:.1} (max {max_pivots}) | {:.0} | {:.0} / {:.0} / {:.0} % | {failed} |",
+        per_step * 1e3,
+        sim.params.dt / per_step,
+        pivots as f64 / steps as f64,
+        size as f64 / steps as f64,
+        pct(geometry),
+        pct(build),
+        pct(lemke),
+    );
+    (sim, per_step)
+}
+
+/// Least-squares slope of ln t against ln N.
+fn growth_exponent(points: &[(usize, f64)]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|&&(n, t)| n >= 22 && t > 0.0)
+        .map(|&(n, t)| ((n as f64).ln(), t.ln()))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    let count = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / count;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / count;
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+fn bench(c: &mut Criterion) {
+    let seconds = seconds();
+    eprintln!("piles from the drop, {seconds} s simulated, h = 0.005 s, k = 8, μ = 0.5");
+    eprintln!(
+        "| N | ms/step | real-time factor | pivots/step | LCP size | geometry / assembly / Lemke | unsolved steps |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|");
+    let mut points = Vec::new();
+    let mut settled = Vec::new();
+    for n in sizes() {
+        let (sim, per_step) = run(n, seconds);
+        points.push((n, per_step));
+        settled.push((n, sim));
+    }
+    match growth_exponent(&points) {
+        Some(p) => eprintln!("growth exponent of time per step over N ≥ 22: {p:.2}"),
+        None => eprintln!("growth exponent: needs two sizes ≥ 22"),
+    }
+
+    let mut group = c.benchmark_group("scale");
+    group.sample_size(10);
+    for (n, sim) in settled {
+        group.bench_function(format!("pile_{n}"), |b| {
+            b.iter_batched(
+                || sim.clone(),
+                |mut s| s.step().map(|r| r.pivots),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
