@@ -373,8 +373,40 @@ fn invalid_input_is_an_error_not_a_panic() {
         lcp::solve(&problem, &bad_basis),
         Err(LcpError::WarmStart { index: 5, n: 2 })
     ));
+    let bad_fallback = LemkeOptions {
+        warm_fallback: Some(vec![2]),
+        ..Default::default()
+    };
+    assert!(matches!(
+        lcp::solve(&problem, &bad_fallback),
+        Err(LcpError::WarmStart { index: 2, n: 2 })
+    ));
     let empty = Lcp::new(DMatrix::zeros(0, 0), DVector::zeros(0)).expect("empty");
     assert_eq!(solve(&empty).status, LcpStatus::Solved);
+}
+
+/// When the warm start's basis is singular, the second warm start is tried
+/// before the cold start: M = [[0, 1], [1, 2]], q = (−1, −3) has the solution
+/// z = (1, 1), w = 0, whose basis {z₁, z₂} solves it without a pivot; the basis
+/// {z₁} alone has the singular block M₁₁ = 0.
+#[test]
+fn a_singular_warm_start_falls_back_to_the_second_one() {
+    let problem = Lcp::new(
+        DMatrix::from_row_slice(2, 2, &[0.0, 1.0, 1.0, 2.0]),
+        DVector::from_vec(vec![-1.0, -3.0]),
+    )
+    .expect("square");
+    let options = LemkeOptions {
+        warm_start: Some(vec![0]),
+        warm_fallback: Some(vec![0, 1]),
+        ..Default::default()
+    };
+    let solution = lcp::solve(&problem, &options).expect("valid options");
+    assert_eq!(solution.status, LcpStatus::Solved);
+    assert!(solution.warm_started);
+    assert_eq!(solution.pivots, 0);
+    assert!((solution.z[0] - 1.0).abs() < 1e-12 && (solution.z[1] - 1.0).abs() < 1e-12);
+    assert!(solution.residual < 1e-12);
 }
 
 #[test]

@@ -30,6 +30,12 @@ pub struct LemkeOptions {
     /// the previous time step's active set, [`LcpSolution::basis`]). If that basis
     /// is singular, or the warm run does not end `Solved`, a cold start follows.
     pub warm_start: Option<Vec<usize>>,
+    /// A second warm start, tried when the first is singular or its run does
+    /// not end `Solved`, before the cold start: e.g. the contacts' normal
+    /// impulses alone when the previous basis with friction ends on a ray (a
+    /// start from another complementary basis has none of the cold start's
+    /// guarantees, so a smaller change of basis is more likely to succeed).
+    pub warm_fallback: Option<Vec<usize>>,
     /// When the cold start from the covering vector ends on a ray, try this many
     /// advanced starts from other complementary bases (zᵢ basic for one index i,
     /// then for pairs {i, j}) before reporting `RayTermination`. Lemke's method
@@ -58,6 +64,7 @@ impl Default for LemkeOptions {
             max_pivots: None,
             covering: None,
             warm_start: None,
+            warm_fallback: None,
             restarts: 32,
             lexicographic: true,
             tolerance: 1e-12,
@@ -93,12 +100,14 @@ pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError>
         tolerance: options.tolerance * 100.0,
         refactor_every: options.refactor_every.min(8),
         warm_start: None,
+        warm_fallback: None,
         ..options.clone()
     }];
     if options.covering.is_none() {
         retries.push(LemkeOptions {
             covering: Some(DVector::from_fn(n, |i, _| 1.0 + i as f64 / n.max(1) as f64)),
             warm_start: None,
+            warm_fallback: None,
             ..options.clone()
         });
     }
@@ -130,21 +139,24 @@ fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<(LcpSolution, bool), 
         }
         None => DVector::from_element(n, 1.0),
     };
-    if let Some(basis) = &options.warm_start
-        && let Some(&index) = basis.iter().find(|&&i| i >= n)
-    {
-        return Err(LcpError::WarmStart { index, n });
+    let warm_starts = [&options.warm_start, &options.warm_fallback];
+    for basis in warm_starts.into_iter().flatten() {
+        if let Some(&index) = basis.iter().find(|&&i| i >= n) {
+            return Err(LcpError::WarmStart { index, n });
+        }
     }
 
     let mut pivots_spent = 0;
-    if let Some(basis) = &options.warm_start
-        && let Some(mut tableau) = Tableau::warm(lcp, basis, options)
-    {
-        let status = tableau.run(max_pivots);
-        if status == LcpStatus::Solved {
-            return Ok((tableau.finish(status, true), false));
+    for basis in warm_starts.into_iter().flatten() {
+        if let Some(mut tableau) = Tableau::warm(lcp, basis, options) {
+            let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
+            pivots_spent += tableau.pivots;
+            if status == LcpStatus::Solved {
+                let mut solution = tableau.finish(status, true);
+                solution.pivots = pivots_spent;
+                return Ok((solution, false));
+            }
         }
-        pivots_spent = tableau.pivots;
     }
     let mut tableau = Tableau::cold(lcp, covering, options);
     let status = tableau.run(max_pivots.saturating_sub(pivots_spent));

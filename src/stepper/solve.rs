@@ -10,6 +10,7 @@ use nalgebra::DVector;
 pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
     let cold = || LemkeOptions {
         warm_start: None,
+        warm_fallback: None,
         ..options.clone()
     };
     lcp::solve(problem, options)

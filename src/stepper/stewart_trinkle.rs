@@ -259,8 +259,15 @@ impl StewartTrinkle {
             .collect();
         let warm_start = self.warm.basis(29, &ids, &friction, impulses.layout);
         let clock = Instant::now();
+        // Should the mapped basis end on a ray, its normal impulses alone.
+        let layout = impulses.layout;
+        let normals = layout.friction..layout.friction + layout.contacts;
+        let warm_fallback = warm_start
+            .as_ref()
+            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
         let options = LemkeOptions {
             warm_start,
+            warm_fallback,
             ..LemkeOptions::default()
         };
         // Dependent normals can also make the gaps of contacts that start
