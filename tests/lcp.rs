@@ -468,6 +468,12 @@ fn siconos_errors_name_file_line_column_and_field() {
             "-1\n",
             "bad.dat:1:1: n: expected a size (a non-negative integer), found `-1`",
         ),
+        // ../shared/repro/lcp_abort_n100000.dat: the header claims n = 100000
+        // and one entry follows; it used to allocate 80 GB and abort.
+        (
+            "100000\n0\n100000\n100000\n100000 100000\n1\n",
+            "bad.dat:6:1: M[2,1]: unexpected end of file",
+        ),
     ];
     for (text, expected) in cases {
         let error = siconos::parse(text, path).expect_err("must fail");

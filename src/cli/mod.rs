@@ -113,9 +113,10 @@ pub struct RecordArgs {
     /// FILE.mp4 (H.264), FILE.gif, or DIR/ for a PNG sequence.
     #[arg(long)]
     pub out: PathBuf,
-    /// Frames per second of the video.
-    #[arg(long, default_value_t = 60)]
-    pub fps: u32,
+    /// Frames per second of the video [default: 60; 50 for a GIF, the most
+    /// it can play].
+    #[arg(long)]
+    pub fps: Option<u32>,
     /// Playback speed: simulated seconds per second of video (0.1 = 10× slow motion).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,

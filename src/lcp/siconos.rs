@@ -142,6 +142,25 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
             });
         }
     }
+    // Allocate only what the file can fill: a header that claims n = 100000
+    // in a 39-byte file is a missing entry, not an 80 GB matrix.
+    // The header is six tokens: n, storage, rows, columns, rows, columns.
+    let remaining = tokens.len().saturating_sub(6);
+    let needed = n * n + n;
+    if remaining < needed {
+        let field = if remaining < n * n {
+            format!("M[{},{}]", remaining % n + 1, remaining / n + 1)
+        } else {
+            format!("q[{}]", remaining - n * n + 1)
+        };
+        return Err(DatError::Parse {
+            path: path.to_owned(),
+            line: end.0,
+            column: end.1,
+            field,
+            message: "unexpected end of file".to_owned(),
+        });
+    }
     let mut m = DMatrix::zeros(n, n);
     for col in 0..n {
         for row in 0..n {

@@ -28,6 +28,15 @@ pub enum Format {
 }
 
 impl Format {
+    /// The frame rate used when none is asked for: 60, or for a GIF the most
+    /// it can play ([`MAX_GIF_FPS`]; its delays are in 1/100 s).
+    pub fn default_fps(self) -> u32 {
+        match self {
+            Self::Gif => MAX_GIF_FPS,
+            Self::Mp4 | Self::PngSequence => 60,
+        }
+    }
+
     /// The format for an output path: `.mp4`, `.gif`, or a directory (a path
     /// ending in `/`, or an existing directory) for a PNG sequence.
     pub fn of_path(path: &Path) -> Result<Self, String> {
@@ -478,6 +487,18 @@ mod tests {
         );
         assert!(Format::of_path(Path::new("a.avi")).is_err());
         assert!(Format::of_path(Path::new("a")).is_err());
+    }
+
+    /// `record --out x.gif` without `--fps` used to fail: the default was 60.
+    #[test]
+    fn every_format_accepts_its_default_rate() {
+        for path in ["a.mp4", "a.gif", "frames/"] {
+            let format = Format::of_path(Path::new(path)).expect("known format");
+            let spec = VideoSpec::new(path.into(), 640, 480, format.default_fps());
+            assert!(spec.is_ok(), "{path}: {spec:?}");
+        }
+        assert_eq!(Format::Gif.default_fps(), 50);
+        assert_eq!(Format::Mp4.default_fps(), 60);
     }
 
     #[test]

@@ -32,14 +32,18 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     if ![1, 4].contains(&args.msaa) {
         return Err(format!("--msaa {}: must be 1 (off) or 4", args.msaa));
     }
-    let spec = VideoSpec::new(args.out.clone(), width, height, args.fps)?;
+    let fps = match args.fps {
+        Some(fps) => fps,
+        None => Format::of_path(&args.out)?.default_fps(),
+    };
+    let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
     let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
     let duration = simulation.params.duration;
-    let frames = (duration / args.speed * args.fps as f64).round();
+    let frames = (duration / args.speed * fps as f64).round();
     if !(1.0..=1e7).contains(&frames) {
         return Err(format!(
             "--duration {duration}: gives {frames} frames at --fps {} --speed {}",
-            args.fps, args.speed
+            fps, args.speed
         ));
     }
     let frames = frames as u64;
@@ -48,7 +52,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     let writer = VideoWriter::create(&spec)?;
     crate::viewer::require_graphics_adapter()?;
     let settings = RecordSettings {
-        fps: args.fps,
+        fps,
         speed: args.speed,
         size: Some((width, height)),
         format,
@@ -137,8 +141,8 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         "wrote {}: {} frames, {width}x{height}, {} fps, {:.2} s of video ({duration} s simulated at {}x) in {:.1} s",
         summary.path.display(),
         summary.frames,
-        args.fps,
-        summary.frames as f64 / args.fps as f64,
+        fps,
+        summary.frames as f64 / fps as f64,
         args.speed,
         started.elapsed().as_secs_f64()
     );
