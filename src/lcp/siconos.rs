@@ -147,12 +147,20 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
     // The header is six tokens: n, storage, rows, columns, rows, columns.
     let remaining = tokens.len().saturating_sub(6);
     let needed = n * n + n;
-    if remaining < needed {
-        let field = if remaining < n * n {
-            format!("M[{},{}]", remaining % n + 1, remaining / n + 1)
+    let field_at = |k: usize| {
+        if k < n * n {
+            format!("M[{},{}]", k % n + 1, k / n + 1)
         } else {
-            format!("q[{}]", remaining - n * n + 1)
-        };
+            format!("q[{}]", k - n * n + 1)
+        }
+    };
+    if remaining < needed {
+        // A bad entry before the end is the first error, as in a full read.
+        for k in 0..remaining {
+            let field = field_at(k);
+            finite(take(&field)?, &field, path)?;
+        }
+        let field = field_at(remaining);
         return Err(DatError::Parse {
             path: path.to_owned(),
             line: end.0,

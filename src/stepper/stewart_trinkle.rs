@@ -31,6 +31,26 @@ use nalgebra::{DVector, Vector3};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
+/// The basis of the frictionless LCP (ñᵀM⁻¹ñ c̃_n + ñᵀv* + γ̃/h ≥ 0 ⊥ c̃_n ≥ 0,
+/// the c̃_n block of (29) with β̃ = 0) as indices of (29): the normals that
+/// push. `None` when it is not solved or no normal pushes.
+fn frictionless_basis(
+    problem: &crate::lcp::Lcp,
+    layout: super::assembly::Layout,
+) -> Option<Vec<usize>> {
+    let (start, p) = (layout.friction, layout.contacts);
+    if p == 0 {
+        return None;
+    }
+    let normal = crate::lcp::Lcp {
+        m: problem.m.view((start, start), (p, p)).into_owned(),
+        q: problem.q.rows(start, p).into_owned(),
+    };
+    let solution = crate::lcp::solve(&normal, &LemkeOptions::default()).ok()?;
+    (solution.status == LcpStatus::Solved && !solution.basis.is_empty())
+        .then(|| solution.basis.iter().map(|&i| start + i).collect())
+}
+
 /// The stepper and what it remembers between steps: the active set and the last
 /// LCP basis (a warm start when the same contacts are active again).
 #[derive(Debug, Clone, Default)]
@@ -265,6 +285,10 @@ impl StewartTrinkle {
         let warm_fallback = warm_start
             .as_ref()
             .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+        // Without a previous basis, start from the frictionless problem's:
+        // the contacts that push in it are the likely active set of (29), and
+        // friction variables enter from there.
+        let warm_start = warm_start.or_else(|| frictionless_basis(&problem, layout));
         let options = LemkeOptions {
             warm_start,
             warm_fallback,
