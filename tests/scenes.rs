@@ -32,6 +32,18 @@ fn the_reference_scene_parses() {
     assert_eq!(scene.params.edges, 8);
 }
 
+/// A file saved with a UTF-8 byte-order mark loads like one without, and its
+/// errors keep their lines and columns.
+#[test]
+fn a_byte_order_mark_is_ignored() {
+    let text = format!("\u{feff}{GOOD}");
+    let scene = scene::parse(&text, Path::new("bom.ron")).expect("valid");
+    assert_eq!(scene.model.dof(), 12);
+    let e = error_of(&text.replace("mass: 2.0,", "mass: 2.0, colour: 3,"));
+    assert!(e.starts_with("bad.ron:9:"), "{e}");
+    assert!(e.contains(": colour: "), "{e}");
+}
+
 #[test]
 fn a_syntax_error_names_its_line_and_column() {
     let text = GOOD.replace("mass: 2.0,", "mass: 2.0,,");

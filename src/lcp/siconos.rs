@@ -77,6 +77,7 @@ fn tokens(source: &str) -> Vec<Token<'_>> {
 
 /// Parses the text of a `.dat` file; `path` is only used in error messages.
 pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let tokens = tokens(source);
     let end = (source.lines().count().max(1), 1);
     let mut next = 0;

@@ -90,6 +90,9 @@ pub fn load(path: &Path) -> Result<Scene, SceneError> {
 
 /// Parses and validates scene text; `path` names it in errors.
 pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
+    // Editors on Windows may start the file with a UTF-8 byte-order mark,
+    // which RON reads as a stray character before the opening `(`.
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let options =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let file: SceneFile = options.from_str(source).map_err(|e| {
