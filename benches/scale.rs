@@ -10,10 +10,12 @@
 //! `CONTACTLAB_SCALE_SIZES=10,22,50` picks the sizes (default 10, 22, 50, 100,
 //! 200).
 
+mod common;
+
+use common::{Split, bench_step};
 use contactlab::scene::generate;
 use contactlab::sim::Simulation;
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use std::time::Duration;
+use criterion::{Criterion, criterion_group, criterion_main};
 
 fn sizes() -> Vec<usize> {
     std::env::var("CONTACTLAB_SCALE_SIZES")
@@ -31,46 +33,31 @@ fn seconds() -> f64 {
         .unwrap_or(1.0)
 }
 
-/// One run from the drop: (N, mean seconds per step) after printing its row.
+/// One run from the drop, after printing its row: the simulation where it
+/// ended and the mean seconds per step.
 fn run(n: usize, seconds: f64) -> (Simulation, f64) {
     let scene = generate::pile(n).expect("generated piles load");
     let mut sim = Simulation::new(scene);
     let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
-    let (mut geometry, mut build, mut lemke, mut total) = (
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-    );
-    let (mut pivots, mut max_pivots, mut size, mut failed) = (0, 0, 0, 0);
+    let mut split = Split::default();
     for _ in 0..steps {
         match sim.step() {
-            Ok(r) => {
-                geometry += r.timings.geometry;
-                build += r.timings.lcp_build;
-                lemke += r.timings.lemke;
-                total += r.timings.total;
-                pivots += r.pivots;
-                max_pivots = max_pivots.max(r.pivots);
-                size += r.lcp_size;
-                if r.status != contactlab::lcp::LcpStatus::Solved {
-                    failed += 1;
-                }
-            }
+            Ok(r) => split.add(r),
             Err(e) => panic!("pile {n}: {e}"),
         }
     }
-    let per_step = total.as_secs_f64() / steps as f64;
-    let pct = |d: Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(1e-12);
+    let per_step = split.per_step();
     eprintln!(
-        "| {n} | {:.2} | {:.2} | {:.1} (max {max_pivots}) | {:.0} | {:.0} / {:.0} / {:.0} % | {failed} |",
+        "| {n} | {:.2} | {:.2} | {:.1} (max {}) | {:.0} | {:.0} / {:.0} / {:.0} % | {} |",
         per_step * 1e3,
         sim.params.dt / per_step,
-        pivots as f64 / steps as f64,
-        size as f64 / steps as f64,
-        pct(geometry),
-        pct(build),
-        pct(lemke),
+        split.mean(split.pivots),
+        split.max_pivots,
+        split.mean(split.lcp_size),
+        split.percent(split.geometry),
+        split.percent(split.build),
+        split.percent(split.lemke),
+        split.unsolved,
     );
     (sim, per_step)
 }
@@ -115,13 +102,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("scale");
     group.sample_size(10);
     for (n, sim) in settled {
-        group.bench_function(format!("pile_{n}"), |b| {
-            b.iter_batched(
-                || sim.clone(),
-                |mut s| s.step().map(|r| r.pivots),
-                BatchSize::SmallInput,
-            )
-        });
+        bench_step(&mut group, &format!("pile_{n}"), &sim);
     }
     group.finish();
 }

@@ -2,11 +2,13 @@
 //! its run (so contacts are active), plus the split of the step's time between
 //! contact geometry, LCP assembly and Lemke pivots.
 
+mod common;
+
+use common::{Split, bench_step};
 use contactlab::scene;
 use contactlab::sim::Simulation;
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
-use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("step");
@@ -29,41 +31,23 @@ fn bench(c: &mut Criterion) {
         }
         // The time split over the rest of the run.
         let mut probe = sim.clone();
-        let (mut geometry, mut build, mut lemke, mut total) = (
-            Duration::ZERO,
-            Duration::ZERO,
-            Duration::ZERO,
-            Duration::ZERO,
-        );
-        let mut sizes = 0;
-        let steps = 2 * third.max(1);
-        for _ in 0..steps {
+        let mut split = Split::default();
+        for _ in 0..2 * third.max(1) {
             if let Ok(r) = probe.step() {
-                geometry += r.timings.geometry;
-                build += r.timings.lcp_build;
-                lemke += r.timings.lemke;
-                total += r.timings.total;
-                sizes += r.lcp_size;
+                split.add(r);
             }
         }
-        let pct = |d: Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(1e-12);
         eprintln!(
             "{name}: h = {} s, mean step {:.1} µs ({:.1}× real time), mean LCP size {:.0}; geometry {:.0}%, LCP build {:.0}%, Lemke {:.0}%",
             sim.params.dt,
-            total.as_secs_f64() * 1e6 / steps as f64,
-            sim.params.dt / (total.as_secs_f64() / steps as f64),
-            sizes as f64 / steps as f64,
-            pct(geometry),
-            pct(build),
-            pct(lemke)
+            split.per_step() * 1e6,
+            sim.params.dt / split.per_step(),
+            split.mean(split.lcp_size),
+            split.percent(split.geometry),
+            split.percent(split.build),
+            split.percent(split.lemke)
         );
-        group.bench_function(&name, |b| {
-            b.iter_batched(
-                || sim.clone(),
-                |mut s| s.step().map(|r| r.pivots),
-                BatchSize::SmallInput,
-            )
-        });
+        bench_step(&mut group, &name, &sim);
     }
     group.finish();
 }

@@ -143,11 +143,9 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
             });
         }
     }
-    // Allocate only what the file can fill: a header that claims n = 100000
-    // in a 39-byte file is a missing entry, not an 80 GB matrix.
-    // The header is six tokens: n, storage, rows, columns, rows, columns.
-    let remaining = tokens.len().saturating_sub(6);
-    let needed = n * n + n;
+    // Entries are collected as they are read, so memory follows the file:
+    // a header that claims n = 100000 in a 39-byte file ends at its first
+    // missing entry, not in an 80 GB allocation.
     let field_at = |k: usize| {
         if k < n * n {
             format!("M[{},{}]", k % n + 1, k / n + 1)
@@ -155,33 +153,13 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
             format!("q[{}]", k - n * n + 1)
         }
     };
-    if remaining < needed {
-        // A bad entry before the end is the first error, as in a full read.
-        for k in 0..remaining {
-            let field = field_at(k);
-            finite(take(&field)?, &field, path)?;
-        }
-        let field = field_at(remaining);
-        return Err(DatError::Parse {
-            path: path.to_owned(),
-            line: end.0,
-            column: end.1,
-            field,
-            message: "unexpected end of file".to_owned(),
-        });
+    let mut values = Vec::with_capacity((n * n + n).min(tokens.len()));
+    for k in 0..n * n + n {
+        let field = field_at(k);
+        values.push(finite(take(&field)?, &field, path)?);
     }
-    let mut m = DMatrix::zeros(n, n);
-    for col in 0..n {
-        for row in 0..n {
-            let field = format!("M[{},{}]", row + 1, col + 1);
-            m[(row, col)] = finite(take(&field)?, &field, path)?;
-        }
-    }
-    let mut q = DVector::zeros(n);
-    for (i, qi) in q.iter_mut().enumerate() {
-        let field = format!("q[{}]", i + 1);
-        *qi = finite(take(&field)?, &field, path)?;
-    }
+    let m = DMatrix::from_column_slice(n, n, &values[..n * n]);
+    let q = DVector::from_column_slice(&values[n * n..]);
     Lcp::new(m, q).map_err(|e| DatError::Parse {
         path: path.to_owned(),
         line: end.0,

@@ -1,5 +1,5 @@
 //! Generated scenes of any size, laid out like `scenes/pile.ron`: the piles of
-//! the scale benchmark and the text of the shipped `pile_100.ron`.
+//! the scale benchmark.
 //!
 //! A pile of N bodies is three loose layers of a square grid (0.26 m pitch);
 //! each layer is shifted by half a pitch from the one below and lifted by

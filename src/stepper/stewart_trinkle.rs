@@ -18,31 +18,57 @@
 //!   whatever `ncp_iterations` says, up to `GAP_ITERATIONS` are taken while the
 //!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
 
-use super::assembly::Impulses;
+use super::assembly::{Impulses, Layout};
 use super::report;
 use super::settings::StepSettings;
 use super::solve::solve_regularized;
 use super::warm::WarmStart;
 use super::{ContactReport, StepReport, StepTimings};
-use crate::lcp::{LcpStatus, LemkeOptions};
+use crate::lcp::{Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
+/// Indices of the candidates that stand in for required contacts that came
+/// back under another feature (a sphere passing from a box's face to its
+/// edge): for each body pair with a required contact not among `known`, the
+/// pair's candidate with the smallest predicted gap. Without them the
+/// iterations alternate between the two features and one ends deep inside.
+fn stand_ins(
+    candidates: &[Contact],
+    predicted: &[f64],
+    required: &BTreeSet<ContactId>,
+    known: &BTreeSet<ContactId>,
+) -> BTreeSet<usize> {
+    let vanished: BTreeSet<(usize, Other)> = required
+        .iter()
+        .filter(|id| !known.contains(id))
+        .map(|id| (id.a, id.b))
+        .collect();
+    let mut nearest: HashMap<(usize, Other), (usize, f64)> = HashMap::new();
+    for (i, (c, &gap)) in candidates.iter().zip(predicted).enumerate() {
+        let pair = (c.id.a, c.id.b);
+        if vanished.contains(&pair) {
+            let best = nearest.entry(pair).or_insert((i, gap));
+            if gap < best.1 {
+                *best = (i, gap);
+            }
+        }
+    }
+    nearest.values().map(|&(i, _)| i).collect()
+}
+
 /// The basis of the frictionless LCP (ñᵀM⁻¹ñ c̃_n + ñᵀv* + γ̃/h ≥ 0 ⊥ c̃_n ≥ 0,
 /// the c̃_n block of (29) with β̃ = 0) as indices of (29): the normals that
 /// push. `None` when it is not solved or no normal pushes.
-fn frictionless_basis(
-    problem: &crate::lcp::Lcp,
-    layout: super::assembly::Layout,
-) -> Option<Vec<usize>> {
+fn frictionless_basis(problem: &Lcp, layout: Layout) -> Option<Vec<usize>> {
     let (start, p) = (layout.friction, layout.contacts);
     if p == 0 {
         return None;
     }
-    let normal = crate::lcp::Lcp {
+    let normal = Lcp {
         m: problem.m.view((start, start), (p, p)).into_owned(),
         q: problem.q.rows(start, p).into_owned(),
     };
@@ -110,38 +136,19 @@ impl StewartTrinkle {
                 .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
                 .collect();
             timings.geometry += clock.elapsed();
+            let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
+            // The rounds below add only known contacts to `required`, so the
+            // stand-ins for vanished ones are fixed for this iteration.
+            let stand_ins = stand_ins(&candidates, &predicted, &required, &known);
             for round in 0..self.settings.active_set_rounds.max(1) {
-                // A required contact may come back under another feature (a
-                // sphere passing from a box's face to its edge). Its pair's
-                // nearest candidate stands in for it; without that, the
-                // iterations alternate between the two features and one of
-                // them ends deep inside.
-                let present: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
-                let mut stand_ins: HashMap<(usize, Other), (usize, f64)> = HashMap::new();
-                let vanished: BTreeSet<(usize, Other)> = required
-                    .iter()
-                    .filter(|id| !present.contains(id))
-                    .map(|id| (id.a, id.b))
-                    .collect();
-                for (i, (c, &gap)) in candidates.iter().zip(&predicted).enumerate() {
-                    let pair = (c.id.a, c.id.b);
-                    if vanished.contains(&pair) {
-                        let best = stand_ins.entry(pair).or_insert((i, gap));
-                        if gap < best.1 {
-                            *best = (i, gap);
-                        }
-                    }
-                }
-                let stand_in: BTreeSet<usize> = stand_ins.values().map(|&(i, _)| i).collect();
                 let selected: Vec<&Contact> = candidates
                     .iter()
                     .zip(&predicted)
                     .enumerate()
                     .filter(|(i, (c, gap))| {
-                        **gap <= 0.0 || required.contains(&c.id) || stand_in.contains(i)
+                        **gap <= 0.0 || required.contains(&c.id) || stand_ins.contains(i)
                     })
-                    .map(|(_, pair)| pair)
-                    .map(|(c, _)| c)
+                    .map(|(_, (c, _))| c)
                     .collect();
                 let solved = self.solve(model, params, &selected, &free, &mut timings);
                 pivots += solved.pivots;
@@ -157,7 +164,6 @@ impl StewartTrinkle {
                 let after = model.contacts(&q_new, params.edges, 0.0);
                 timings.geometry += clock.elapsed();
                 let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
-                let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
                 let missing: Vec<ContactId> = after
                     .iter()
                     .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id) && known.contains(&c.id))
@@ -300,7 +306,7 @@ impl StewartTrinkle {
         // asks those contacts only not to close further.
         let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
         let relaxed = impulses.lcp(free, &clamped, &mu);
-        let blocks = impulses.layout.friction + impulses.layout.contacts;
+        let blocks = layout.friction + layout.contacts;
         let regularized = solve_regularized(
             &problem,
             Some(&relaxed),
@@ -463,9 +469,9 @@ struct Solved {
     residual: f64,
     pivots: usize,
     velocity_change: DVector<f64>,
-    layout: super::assembly::Layout,
+    layout: Layout,
     z: DVector<f64>,
     w: DVector<f64>,
     velocity_scale: f64,
-    lcp: Option<crate::lcp::Lcp>,
+    lcp: Option<Lcp>,
 }

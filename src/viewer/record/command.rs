@@ -32,10 +32,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     if ![1, 4].contains(&args.msaa) {
         return Err(format!("--msaa {}: must be 1 (off) or 4", args.msaa));
     }
-    let fps = match args.fps {
-        Some(fps) => fps,
-        None => Format::of_path(&args.out)?.default_fps(),
-    };
+    let fps = args.fps.unwrap_or_else(|| format.default_fps());
     let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
     let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
     let duration = simulation.params.duration;

@@ -1,0 +1,66 @@
+//! What the step benchmarks share: the per-run sums of a step report's
+//! timings, sizes and pivots, and the criterion timing of one step.
+
+use contactlab::lcp::LcpStatus;
+use contactlab::sim::Simulation;
+use contactlab::stepper::StepReport;
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup};
+use std::time::Duration;
+
+/// Sums over the steps of a run.
+#[derive(Debug, Default)]
+pub struct Split {
+    pub steps: usize,
+    pub geometry: Duration,
+    pub build: Duration,
+    pub lemke: Duration,
+    pub total: Duration,
+    pub lcp_size: usize,
+    pub pivots: usize,
+    pub max_pivots: usize,
+    pub unsolved: usize,
+}
+
+impl Split {
+    /// Adds one step's report.
+    pub fn add(&mut self, r: &StepReport) {
+        self.steps += 1;
+        self.geometry += r.timings.geometry;
+        self.build += r.timings.lcp_build;
+        self.lemke += r.timings.lemke;
+        self.total += r.timings.total;
+        self.lcp_size += r.lcp_size;
+        self.pivots += r.pivots;
+        self.max_pivots = self.max_pivots.max(r.pivots);
+        if r.status != LcpStatus::Solved {
+            self.unsolved += 1;
+        }
+    }
+
+    /// Mean wall time of a step, s.
+    pub fn per_step(&self) -> f64 {
+        self.total.as_secs_f64() / self.steps.max(1) as f64
+    }
+
+    /// Mean of a per-step count.
+    pub fn mean(&self, sum: usize) -> f64 {
+        sum as f64 / self.steps.max(1) as f64
+    }
+
+    /// `part` as a percentage of the total time.
+    pub fn percent(&self, part: Duration) -> f64 {
+        100.0 * part.as_secs_f64() / self.total.as_secs_f64().max(1e-12)
+    }
+}
+
+/// Times one step of `sim` (from a fresh clone each time).
+pub fn bench_step(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+    group.bench_function(name, |b| {
+        b.iter_batched(
+            || sim.clone(),
+            |mut s| s.step().map(|r| r.pivots),
+            BatchSize::SmallInput,
+        )
+    });
+}
