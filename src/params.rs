@@ -1,9 +1,15 @@
 //! The live parameters of a simulation: one struct that the scene file, the CLI
-//! flags and the viewer's panel all write (nothing keeps a second copy).
+//! flags and the viewer's panel all write (nothing keeps a second copy), and
+//! the one place that says which values are allowed ([`Params::validate`]) and
+//! how flags change them ([`Params::with_overrides`]). Scene loading, `run`,
+//! `record`, the viewer's panel and its reload all go through these two.
 
+use crate::model::Model;
+use crate::scene::magnitude::{MAX_MAGNITUDE, allowed};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use thiserror::Error;
 
 /// Which time-stepping scheme advances the state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -122,5 +128,221 @@ impl Default for Params {
             stepper: StepperKind::StewartTrinkle,
             ncp_iterations: 1,
         }
+    }
+}
+
+/// A parameter that breaks a rule: its field (as named in scene files) and
+/// what is allowed.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{field}: {message}")]
+pub struct ParamError {
+    /// The parameter, as in scene files (`dt`, `ncp_iterations`, …).
+    pub field: &'static str,
+    /// What is allowed and what was found.
+    pub message: String,
+}
+
+impl ParamError {
+    fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            message: message.into(),
+        }
+    }
+
+    /// The field as a command-line flag (`ncp_iterations` → `--ncp-iterations`).
+    pub fn flag(&self) -> String {
+        format!("--{}", self.field.replace('_', "-"))
+    }
+}
+
+/// Flags that override a scene's parameters (shared by `run`, `record` and
+/// the viewer).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Overrides {
+    /// Step size h, s.
+    #[arg(long = "dt")]
+    pub dt: Option<f64>,
+    /// Simulated time, s.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Friction coefficient μ of every contact.
+    #[arg(long)]
+    pub mu: Option<f64>,
+    /// Friction-pyramid edges k (space only, ≥ 3).
+    #[arg(long)]
+    pub edges: Option<usize>,
+    /// Restitution e (steppers with an impact law only).
+    #[arg(long)]
+    pub restitution: Option<f64>,
+    /// Damping coefficient of the scene's dampers.
+    #[arg(long)]
+    pub damping: Option<f64>,
+    /// Stiffness of the scene's springs.
+    #[arg(long)]
+    pub stiffness: Option<f64>,
+    /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
+    #[arg(long)]
+    pub stepper: Option<String>,
+    /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
+    #[arg(long)]
+    pub ncp_iterations: Option<usize>,
+}
+
+impl Params {
+    /// Checks every parameter against its range and against `model`: h and
+    /// the duration positive, μ, damping and stiffness ≥ 0, e ∈ [0, 1], every
+    /// real at most [`MAX_MAGNITUDE`], k ≥ 3 in space and ≤ 256, 1–100 NCP
+    /// iterations, and a stepper that can hold the model's joints.
+    pub fn validate(&self, model: &Model) -> Result<(), ParamError> {
+        let reals = [
+            ("dt", self.dt),
+            ("duration", self.duration),
+            ("mu", self.mu),
+            ("restitution", self.restitution),
+            ("damping", self.damping),
+            ("stiffness", self.stiffness),
+        ];
+        for (field, value) in reals {
+            if !allowed(value) {
+                return Err(ParamError::new(
+                    field,
+                    format!(
+                        "must be finite and at most {MAX_MAGNITUDE:e} in magnitude, found {value:e}"
+                    ),
+                ));
+            }
+        }
+        if self.dt <= 0.0 {
+            return Err(ParamError::new(
+                "dt",
+                format!("the step size h must be positive, found {}", self.dt),
+            ));
+        }
+        if self.duration <= 0.0 {
+            return Err(ParamError::new(
+                "duration",
+                format!("must be positive, found {}", self.duration),
+            ));
+        }
+        if self.mu < 0.0 {
+            return Err(ParamError::new(
+                "mu",
+                format!("friction μ must be ≥ 0, found {}", self.mu),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.restitution) {
+            return Err(ParamError::new(
+                "restitution",
+                format!("restitution must be in [0, 1], found {}", self.restitution),
+            ));
+        }
+        if self.damping < 0.0 {
+            return Err(ParamError::new(
+                "damping",
+                format!("must be ≥ 0, found {}", self.damping),
+            ));
+        }
+        if self.stiffness < 0.0 {
+            return Err(ParamError::new(
+                "stiffness",
+                format!("must be ≥ 0, found {}", self.stiffness),
+            ));
+        }
+        if !model.is_planar() && self.edges < 3 {
+            return Err(ParamError::new(
+                "edges",
+                format!(
+                    "a friction pyramid in space needs k ≥ 3 edges, found {}",
+                    self.edges
+                ),
+            ));
+        }
+        if self.edges > 256 {
+            return Err(ParamError::new(
+                "edges",
+                format!("at most 256 edges, found {}", self.edges),
+            ));
+        }
+        if self.ncp_iterations == 0 || self.ncp_iterations > 100 {
+            return Err(ParamError::new(
+                "ncp_iterations",
+                format!("must be between 1 and 100, found {}", self.ncp_iterations),
+            ));
+        }
+        if model.has_joints() && !self.stepper.supports_joints() {
+            return Err(ParamError::new(
+                "stepper",
+                format!(
+                    "the scene has joints, which the {} stepper cannot hold; use anitescu-potra or euler-lcp",
+                    self.stepper
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// These parameters with the flags applied, validated against `model`.
+    /// A flag the model or the chosen stepper cannot use is an error, not
+    /// silently ignored.
+    pub fn with_overrides(&self, model: &Model, o: &Overrides) -> Result<Params, ParamError> {
+        let mut p = self.clone();
+        if let Some(name) = &o.stepper {
+            p.stepper = name
+                .parse::<StepperKind>()
+                .map_err(|e| ParamError::new("stepper", e))?;
+        }
+        let set = |slot: &mut f64, value: Option<f64>| {
+            if let Some(v) = value {
+                *slot = v;
+            }
+        };
+        set(&mut p.dt, o.dt);
+        set(&mut p.duration, o.duration);
+        set(&mut p.mu, o.mu);
+        if let Some(k) = o.edges {
+            if model.is_planar() {
+                return Err(ParamError::new(
+                    "edges",
+                    "the scene is planar; planar contacts always use the pair ±t",
+                ));
+            }
+            p.edges = k;
+        }
+        if let Some(e) = o.restitution {
+            if !p.stepper.uses_restitution() {
+                return Err(ParamError::new(
+                    "restitution",
+                    format!(
+                        "the {} stepper is inelastic by construction and has no restitution",
+                        p.stepper
+                    ),
+                ));
+            }
+            p.restitution = e;
+        }
+        if let Some(d) = o.damping {
+            if !model.uses_damping() {
+                return Err(ParamError::new(
+                    "damping",
+                    "the scene has no dampers that take the scene-wide coefficient",
+                ));
+            }
+            p.damping = d;
+        }
+        if let Some(k) = o.stiffness {
+            if !model.uses_stiffness() {
+                return Err(ParamError::new(
+                    "stiffness",
+                    "the scene has no springs that take the scene-wide stiffness",
+                ));
+            }
+            p.stiffness = k;
+        }
+        if let Some(n) = o.ncp_iterations {
+            p.ncp_iterations = n;
+        }
+        p.validate(model)?;
+        Ok(p)
     }
 }

@@ -4,7 +4,7 @@
 use crate::lcp::LcpStatus;
 use crate::model::{Model, State};
 use crate::params::{Params, StepperKind};
-use crate::scene::{Scene, validate_params};
+use crate::scene::Scene;
 use crate::stepper::{AnitescuPotra, MoreauJean, StepReport, StewartTrinkle};
 use thiserror::Error;
 
@@ -77,17 +77,12 @@ impl Simulation {
 
     /// Checks the live parameters against the model.
     pub fn check_params(&self) -> Result<(), StepError> {
-        validate_params(&self.params, self.model().is_planar())
-            .map_err(|(field, message)| StepError::InvalidParams { field, message })?;
-        if self.model().has_joints() && !self.params.stepper.supports_joints() {
-            return Err(StepError::InvalidParams {
-                field: "stepper",
-                message: format!(
-                    "the {} stepper has no joint rows; this scene's joints need anitescu-potra or euler-lcp",
-                    self.params.stepper
-                ),
-            });
-        }
+        self.params
+            .validate(self.model())
+            .map_err(|e| StepError::InvalidParams {
+                field: e.field,
+                message: e.message,
+            })?;
         Ok(())
     }
 

@@ -54,37 +54,7 @@ pub enum Command {
     },
 }
 
-/// Flags that override a scene's parameters (shared by `run` and the viewer).
-#[derive(Debug, Clone, Default, Args)]
-pub struct Overrides {
-    /// Step size h, s.
-    #[arg(long = "dt")]
-    pub dt: Option<f64>,
-    /// Simulated time, s.
-    #[arg(long)]
-    pub duration: Option<f64>,
-    /// Friction coefficient μ of every contact.
-    #[arg(long)]
-    pub mu: Option<f64>,
-    /// Friction-pyramid edges k (space only, ≥ 3).
-    #[arg(long)]
-    pub edges: Option<usize>,
-    /// Restitution e (steppers with an impact law only).
-    #[arg(long)]
-    pub restitution: Option<f64>,
-    /// Damping coefficient of the scene's dampers.
-    #[arg(long)]
-    pub damping: Option<f64>,
-    /// Stiffness of the scene's springs.
-    #[arg(long)]
-    pub stiffness: Option<f64>,
-    /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
-    #[arg(long)]
-    pub stepper: Option<String>,
-    /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
-    #[arg(long)]
-    pub ncp_iterations: Option<usize>,
-}
+pub use crate::params::Overrides;
 
 /// Arguments of `contactlab run`.
 #[derive(Debug, Clone, Args)]

@@ -3,77 +3,20 @@
 use super::csv::{csv_header, csv_row};
 use super::{Overrides, RunArgs};
 use crate::lcp::{LcpStatus, siconos};
-use crate::params::{Params, StepperKind};
-use crate::scene::{self, Scene, validate_params};
+use crate::params::Params;
+use crate::scene::{self, Scene};
 use crate::sim::Simulation;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// The scene's parameters with the flags applied. Flags the scene or the chosen
-/// stepper cannot use are errors, not silently ignored.
+/// The scene's parameters with the flags applied ([`Params::with_overrides`]),
+/// as a one-line error naming the flag and the scene.
 pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
-    let mut p = scene.params.clone();
-    if let Some(name) = &o.stepper {
-        p.stepper = name.parse::<StepperKind>()?;
-    }
-    let set = |slot: &mut f64, value: Option<f64>| {
-        if let Some(v) = value {
-            *slot = v;
-        }
-    };
-    set(&mut p.dt, o.dt);
-    set(&mut p.duration, o.duration);
-    set(&mut p.mu, o.mu);
-    if let Some(k) = o.edges {
-        if scene.model.is_planar() {
-            return Err(format!(
-                "--edges: `{}` is planar; planar contacts always use the pair ±t",
-                scene.path.display()
-            ));
-        }
-        p.edges = k;
-    }
-    if let Some(e) = o.restitution {
-        if !p.stepper.uses_restitution() {
-            return Err(format!(
-                "--restitution: the {} stepper is inelastic by construction and has no restitution",
-                p.stepper
-            ));
-        }
-        p.restitution = e;
-    }
-    if let Some(d) = o.damping {
-        if !scene.model.uses_damping() {
-            return Err(format!(
-                "--damping: `{}` has no dampers that take the scene-wide coefficient",
-                scene.path.display()
-            ));
-        }
-        p.damping = d;
-    }
-    if let Some(k) = o.stiffness {
-        if !scene.model.uses_stiffness() {
-            return Err(format!(
-                "--stiffness: `{}` has no springs that take the scene-wide stiffness",
-                scene.path.display()
-            ));
-        }
-        p.stiffness = k;
-    }
-    if scene.model.has_joints() && !p.stepper.supports_joints() {
-        return Err(format!(
-            "--stepper: `{}` has joints, which the {} stepper cannot hold; use anitescu-potra or euler-lcp",
-            scene.path.display(),
-            p.stepper
-        ));
-    }
-    if let Some(n) = o.ncp_iterations {
-        p.ncp_iterations = n;
-    }
-    validate_params(&p, scene.model.is_planar())
-        .map_err(|(field, message)| format!("--{}: {message}", field.replace('_', "-")))?;
-    Ok(p)
+    scene
+        .params
+        .with_overrides(&scene.model, o)
+        .map_err(|e| format!("{}: {} (scene {})", e.flag(), e.message, scene.path.display()))
 }
 
 /// Number of steps of size dt that cover `duration` (rounding away float noise).

@@ -9,6 +9,7 @@
 pub mod drawing;
 pub mod generate;
 mod locate;
+pub mod magnitude;
 mod mechanism;
 mod spec;
 
@@ -110,6 +111,19 @@ pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
             message: e.code.to_string(),
         }
     })?;
+    if let Some((anchors, field, value)) = magnitude::first_violation(source) {
+        let (line, column) = magnitude::position(source, &anchors);
+        return Err(SceneError::Invalid {
+            path: path.to_owned(),
+            line,
+            column,
+            field,
+            message: format!(
+                "must be finite and at most {:e} in magnitude (SI units), found {value:e}",
+                magnitude::MAX_MAGNITUDE
+            ),
+        });
+    }
     build(file, source, path)
 }
 
@@ -152,17 +166,17 @@ impl Checker<'_> {
 fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError> {
     let check = Checker { source, path };
     let params = file.params.clone();
-    let planar = match &file.system {
-        SystemSpec::Rigid(r) => r.dimension == Dimension::Planar,
-        SystemSpec::Linear(_) => true,
-    };
-    validate_params(&params, planar).map_err(|(field, message)| {
-        check.error(&["params", field], format!("params.{field}"), message)
-    })?;
     let (model, initial) = match &file.system {
         SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
         SystemSpec::Linear(spec) => build_linear(spec, &check)?,
     };
+    params.validate(&model).map_err(|e| {
+        check.error(
+            &["params", e.field],
+            format!("params.{}", e.field),
+            e.message,
+        )
+    })?;
     let names = drawing::coordinate_names(&model);
     let mut parts = Vec::new();
     for (i, part) in file.drawing.iter().enumerate() {
@@ -218,67 +232,6 @@ fn impact_coefficients(
         }
     }
     Ok(ImpactCoefficients { normal, tangential })
-}
-
-/// Checks parameter ranges; on error returns (field, message). Used for scene
-/// files, CLI overrides and the viewer's panel alike.
-pub fn validate_params(params: &Params, planar: bool) -> Result<(), (&'static str, String)> {
-    let finite_positive = |x: f64| x.is_finite() && x > 0.0;
-    if !finite_positive(params.dt) {
-        return Err((
-            "dt",
-            format!("the step size h must be positive, found {}", params.dt),
-        ));
-    }
-    if !finite_positive(params.duration) {
-        return Err((
-            "duration",
-            format!("must be positive, found {}", params.duration),
-        ));
-    }
-    if !(params.mu.is_finite() && params.mu >= 0.0) {
-        return Err(("mu", format!("friction μ must be ≥ 0, found {}", params.mu)));
-    }
-    if !(0.0..=1.0).contains(&params.restitution) {
-        return Err((
-            "restitution",
-            format!(
-                "restitution must be in [0, 1], found {}",
-                params.restitution
-            ),
-        ));
-    }
-    if !(params.damping.is_finite() && params.damping >= 0.0) {
-        return Err(("damping", format!("must be ≥ 0, found {}", params.damping)));
-    }
-    if !(params.stiffness.is_finite() && params.stiffness >= 0.0) {
-        return Err((
-            "stiffness",
-            format!("must be ≥ 0, found {}", params.stiffness),
-        ));
-    }
-    if !planar && params.edges < 3 {
-        return Err((
-            "edges",
-            format!(
-                "a friction pyramid in space needs k ≥ 3 edges, found {}",
-                params.edges
-            ),
-        ));
-    }
-    if params.edges > 256 {
-        return Err((
-            "edges",
-            format!("at most 256 edges, found {}", params.edges),
-        ));
-    }
-    if params.ncp_iterations == 0 || params.ncp_iterations > 100 {
-        return Err((
-            "ncp_iterations",
-            format!("must be between 1 and 100, found {}", params.ncp_iterations),
-        ));
-    }
-    Ok(())
 }
 
 fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {

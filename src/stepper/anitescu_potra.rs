@@ -456,9 +456,7 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
         return Some(inverse);
     }
     let minv_nu = &inverse * nu;
-    let s = nu.tr_mul(&minv_nu);
-    let tolerance = 1e-12 * s.amax().max(f64::MIN_POSITIVE);
-    let s_plus = s.pseudo_inverse(tolerance).ok()?;
+    let s_plus = super::assembly::pseudo_inverse(nu.tr_mul(&minv_nu))?;
     let nu_t_minv = nu.transpose() * &inverse;
     Some(&inverse - minv_nu * s_plus * nu_t_minv)
 }

@@ -252,3 +252,24 @@ pub fn apply_mass_inverse(mass_inverse: &DMatrix<f64>, x: &DMatrix<f64>) -> DMat
         mass_inverse * x
     }
 }
+
+/// Sweeps the SVD may take before it is declared not to converge. Golub–Kahan
+/// converges in a few sweeps per singular value; a non-finite or overflowing
+/// matrix would otherwise keep nalgebra's unbounded loop turning forever.
+const SVD_SWEEPS: usize = 1000;
+
+/// S⁺ for a symmetric positive semidefinite S (a Schur complement JᵀM⁻¹J),
+/// dropping singular values below `1e-12 · max|S|` (dependent rows). `None`
+/// when S holds a non-finite entry or the SVD does not converge, so that
+/// inputs near the overflow limit fail the step instead of hanging it.
+pub fn pseudo_inverse(s: DMatrix<f64>) -> Option<DMatrix<f64>> {
+    let largest = s.amax();
+    if !(largest.is_finite() && s.iter().all(|x| x.is_finite())) {
+        return None;
+    }
+    let tolerance = 1e-12 * largest.max(f64::MIN_POSITIVE);
+    s.try_svd(true, true, f64::EPSILON, SVD_SWEEPS)?
+        .pseudo_inverse(tolerance)
+        .ok()
+        .filter(|p| p.iter().all(|x| x.is_finite()))
+}

@@ -53,17 +53,19 @@ pub fn project(
                 &c.jacobian.dense_normal(model.dof()),
             );
         }
-        if values.amax() <= 1e-13 * scale {
+        if !values.iter().all(|x| x.is_finite()) || values.amax() <= 1e-13 * scale {
             break;
         }
         let minv_j = super::assembly::apply_mass_inverse(&model.mass_inverse(), &gradients);
-        let s = gradients.tr_mul(&minv_j);
-        let tolerance = 1e-12 * s.amax().max(f64::MIN_POSITIVE);
-        let Ok(s_plus) = s.pseudo_inverse(tolerance) else {
+        let Some(s_plus) = super::assembly::pseudo_inverse(gradients.tr_mul(&minv_j)) else {
             break;
         };
         let delta = -(minv_j * (s_plus * values));
-        q = model.integrate(&q, &delta, 1.0);
+        let next = model.integrate(&q, &delta, 1.0);
+        if !next.iter().all(|x| x.is_finite()) {
+            break;
+        }
+        q = next;
     }
     q
 }

@@ -1,0 +1,109 @@
+//! The magnitude rule for scene files: every number is finite and at most
+//! [`MAX_MAGNITUDE`] in SI units.
+//!
+//! The dynamics multiply inputs together: energies ½mv² and ½k d², spring
+//! forces k·d, the Delassus blocks h·JM⁻¹Jᵀ with lever arms squared, and
+//! Lemke's pivots multiply those again. Inputs near f64's 1.8e308 overflow to
+//! `inf` in the first step (a spring anchored at 1e308 once hung nalgebra's
+//! SVD), and inputs past ~1e20 leave nothing of the smaller terms after
+//! rounding. 1e12 (a 10⁹ km lab, 10¹² kg, 10¹² N/m) keeps a product of a dozen
+//! inputs finite and is far beyond any scene the lab is for.
+//!
+//! The rule is checked once, generically, on the scene text read as a RON
+//! value tree, so that a field added later is covered without a new check.
+
+use super::locate::locate;
+
+/// The largest magnitude a number in a scene may have, SI units.
+pub const MAX_MAGNITUDE: f64 = 1e12;
+
+/// The first number in `source` that breaks the rule, as (anchors to locate
+/// it, the field's path such as `bodies[2].position[1]`, the value). `None`
+/// when every number is fine or the text does not read as a RON value (the
+/// typed parse reports those errors).
+pub fn first_violation(source: &str) -> Option<(Vec<String>, String, f64)> {
+    let value: ron::Value = ron::Options::default()
+        .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+        .from_str(source)
+        .ok()?;
+    let mut anchors = Vec::new();
+    let mut path = String::new();
+    walk(&value, &mut anchors, &mut path)
+}
+
+/// Whether `x` is allowed.
+pub fn allowed(x: f64) -> bool {
+    x.is_finite() && x.abs() <= MAX_MAGNITUDE
+}
+
+fn walk(
+    value: &ron::Value,
+    anchors: &mut Vec<String>,
+    path: &mut String,
+) -> Option<(Vec<String>, String, f64)> {
+    match value {
+        ron::Value::Number(n) => {
+            let x = n.clone().into_f64();
+            (!allowed(x)).then(|| (anchors.clone(), path.clone(), x))
+        }
+        ron::Value::Option(Some(inner)) => walk(inner, anchors, path),
+        ron::Value::Map(map) => {
+            for (key, item) in map.iter() {
+                let ron::Value::String(key) = key else {
+                    continue;
+                };
+                let (path_len, anchors_len) = (path.len(), anchors.len());
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                anchors.push(key.clone());
+                let found = walk(item, anchors, path);
+                path.truncate(path_len);
+                anchors.truncate(anchors_len);
+                if found.is_some() {
+                    return found;
+                }
+            }
+            None
+        }
+        ron::Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let (path_len, anchors_len) = (path.len(), anchors.len());
+                // A newtype variant such as `Rigid((…))` reads as a
+                // one-element sequence: no index in the path for it.
+                if items.len() > 1 || !matches!(item, ron::Value::Map(_) | ron::Value::Seq(_)) {
+                    path.push_str(&format!("[{i}]"));
+                }
+                if let Some(name) = name_of(item) {
+                    anchors.push(format!("\"{name}\""));
+                }
+                let found = walk(item, anchors, path);
+                path.truncate(path_len);
+                anchors.truncate(anchors_len);
+                if found.is_some() {
+                    return found;
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The `name` field of a struct, which locates its entry in the text.
+fn name_of(value: &ron::Value) -> Option<&str> {
+    let ron::Value::Map(map) = value else {
+        return None;
+    };
+    map.iter().find_map(|(k, v)| match (k, v) {
+        (ron::Value::String(k), ron::Value::String(name)) if k == "name" => Some(name.as_str()),
+        _ => None,
+    })
+}
+
+/// Line and column of a violation's anchors in `source`.
+pub fn position(source: &str, anchors: &[String]) -> (usize, usize) {
+    let anchors: Vec<&str> = anchors.iter().map(String::as_str).collect();
+    locate(source, &anchors)
+}
