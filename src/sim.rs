@@ -69,7 +69,7 @@ impl Simulation {
 
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
-        self.stewart_trinkle.record_lcp = on;
+        self.stewart_trinkle.solver.keep_lcp = on;
         self.moreau_jean.record_lcp = on;
         self.anitescu_potra.record_lcp = on;
         self.euler_lcp.record_lcp = on;

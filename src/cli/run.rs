@@ -13,10 +13,14 @@ use std::time::{Duration, Instant};
 /// The scene's parameters with the flags applied ([`Params::with_overrides`]),
 /// as a one-line error naming the flag and the scene.
 pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
-    scene
-        .params
-        .with_overrides(&scene.model, o)
-        .map_err(|e| format!("{}: {} (scene {})", e.flag(), e.message, scene.path.display()))
+    scene.params.with_overrides(&scene.model, o).map_err(|e| {
+        format!(
+            "{}: {} (scene {})",
+            e.flag(),
+            e.message,
+            scene.path.display()
+        )
+    })
 }
 
 /// Number of steps of size dt that cover `duration` (rounding away float noise).

@@ -1,23 +1,44 @@
 //! Lemke's complementary pivot method with lexicographic degeneracy resolution.
 //!
-//! This is Cottle, Pang & Stone, *The Linear Complementarity Problem*, Algo. 4.4.1
-//! on an explicit tableau, the method Stewart & Trinkle (1996, §4) used. The
-//! augmented system is
+//! This is Cottle, Pang & Stone, *The Linear Complementarity Problem*, Algo. 4.4.1,
+//! the method Stewart & Trinkle (1996, §4) used. The augmented system is
 //!
 //! ```text
 //!     w − M z − d z₀ = q,      w, z, z₀ ≥ 0,   wᵢ zᵢ = 0,
 //! ```
 //!
-//! with covering vector d > 0 (default e = (1, …, 1)). The tableau keeps the
-//! basis inverse B⁻¹ and q̄ = B⁻¹q explicitly; each pivot is an O(n²) rank-one
-//! update. The minimum-ratio test is lexicographic on the rows of [q̄ | B⁻¹]
-//! (CPS §4.9), which keeps every tableau lexico-positive so degenerate problems
-//! cannot cycle. The inverse is refactorized from the basis columns every
-//! [`LemkeOptions::refactor_every`] pivots and once at the end, so rounding does
-//! not accumulate along long pivot paths.
+//! with covering vector d > 0 (default e = (1, …, 1)). The method keeps the
+//! basis B (n of the columns of [I, −M, −d]) and q̄ = B⁻¹q. The minimum-ratio
+//! test is lexicographic on the rows of [q̄ | B⁻¹] (CPS §4.9), which keeps every
+//! tableau lexico-positive so degenerate problems cannot cycle. The
+//! representation of B⁻¹ is refactorized from the basis columns every
+//! [`LemkeOptions::refactor_every`] pivots and the final basis is solved once
+//! more, so rounding does not accumulate along long pivot paths.
+//!
+//! The pivoting rules live here once; two representations of B⁻¹ carry them:
+//! - [`solve`]: the explicit tableau ([`dense`]), B⁻¹ as an n × n matrix and an
+//!   O(n²) rank-one update per pivot — the reference implementation;
+//! - [`solve_structured`]: after J. E. Lloyd, "Fast implementation of Lemke's
+//!   algorithm for rigid body contact simulation" (UBC TR-2005-01), the basis
+//!   is partitioned by the unit columns of its basic wⱼ, so that B⁻¹ is kept
+//!   only on the m columns those do not cover ([`compressed`]: n × m for the
+//!   m basic z's and z₀, a pivot in O(n·m)), and M is reached only through
+//!   [`LcpMatrix`] — for a contact problem through the contacts' Jacobian
+//!   blocks and the bodies' mass blocks, so M is never formed. It is the
+//!   explicit tableau's arithmetic on the columns that are not unit vectors:
+//!   the same pivots up to rounding, and the same noise scale for the
+//!   tolerances. (Inverting only the m × m block S = A_KC and reaching the
+//!   rest through products with M, O(m²) a pivot, was tried: without the
+//!   rows of the basic w's, max |B⁻¹| — the scale that tells a pivot entry
+//!   from rounding noise — is only bounded, not known, and piles of boxes
+//!   then failed steps that the tableau solves.)
 
-use super::{Lcp, LcpError, LcpSolution, LcpStatus};
+mod compressed;
+mod dense;
+
+use super::{Lcp, LcpError, LcpMatrix, LcpSolution, LcpStatus, Validation};
 use nalgebra::{DMatrix, DVector};
+use std::collections::HashSet;
 
 /// Knobs of Lemke's method. `Default` gives the textbook method from e.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +71,9 @@ pub struct LemkeOptions {
     /// Relative tolerance: a pivot entry must exceed this times the entering
     /// column's largest entry; ratios closer than this (relatively) are ties.
     pub tolerance: f64,
-    /// Refactorize B⁻¹ from scratch after this many pivots (at least n, so the
-    /// O(n³) refactorization costs O(n²) per pivot on average).
+    /// Refactorize B⁻¹ from scratch after this many pivots (at least the size
+    /// of what is inverted, so the refactorization costs no more per pivot on
+    /// average than an update).
     pub refactor_every: usize,
     /// A `Solved` result whose relative residual exceeds this is reported as
     /// `NumericalFailure` instead.
@@ -80,14 +102,50 @@ pub fn default_max_pivots(n: usize) -> usize {
     (100 * n).max(10_000)
 }
 
-/// Solves `lcp` with Lemke's method.
+/// Solves `lcp` with Lemke's method on the explicit tableau (the reference
+/// implementation).
 ///
 /// Errors only for invalid options; every algorithmic outcome is a status. When
 /// rounding ruins a run (`NumericalFailure`: an ill-conditioned basis, as with the
 /// rank-deficient contact Jacobians of a pile), the solve is repeated once with a
 /// 100× larger pivot tolerance and a refactorization every 8 pivots.
 pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError> {
-    let (first, cycled) = solve_once(lcp, options)?;
+    solve_with::<_, dense::DenseBasis>(&lcp.m, &lcp.q, options)
+}
+
+/// Solves LCP(M, q) with Lemke's method for an M given as an [`LcpMatrix`],
+/// keeping only the inverse of the basic z's block (Lloyd's method): the same
+/// pivoting rules, statuses, pivot limit, retries and residual check as
+/// [`solve`], without ever forming M or an n × n inverse.
+pub fn solve_structured<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    options: &LemkeOptions,
+) -> Result<LcpSolution, LcpError> {
+    let n = m.size();
+    if q.len() != n {
+        return Err(LcpError::Dimension {
+            rows: n,
+            cols: n,
+            q_len: q.len(),
+        });
+    }
+    if !m.magnitude().is_finite() {
+        return Err(LcpError::NotFinite { what: "M" });
+    }
+    if q.iter().any(|x| !x.is_finite()) {
+        return Err(LcpError::NotFinite { what: "q" });
+    }
+    solve_with::<M, compressed::CompressedBasis>(m, q, options)
+}
+
+/// [`solve`] and [`solve_structured`] with the representation `F`.
+fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
+    m: &M,
+    q: &DVector<f64>,
+    options: &LemkeOptions,
+) -> Result<LcpSolution, LcpError> {
+    let (first, cycled) = solve_once::<M, F>(m, q, options)?;
     if first.status != LcpStatus::NumericalFailure && !cycled {
         return Ok(first);
     }
@@ -95,7 +153,7 @@ pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError>
     // became ill-conditioned: retry with a larger pivot tolerance and frequent
     // refactorization, then with a covering vector whose distinct entries break
     // the ties of a degenerate q from the first pivot on.
-    let n = lcp.size();
+    let n = m.size();
     let mut retries = vec![LemkeOptions {
         tolerance: options.tolerance * 100.0,
         refactor_every: options.refactor_every.min(8),
@@ -114,7 +172,7 @@ pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError>
     let mut spent = first.pivots;
     let mut last = first;
     for retry in retries {
-        let (mut next, _) = solve_once(lcp, &retry)?;
+        let (mut next, _) = solve_once::<M, F>(m, q, &retry)?;
         spent += next.pivots;
         next.pivots = spent;
         let solved = next.status == LcpStatus::Solved;
@@ -127,17 +185,21 @@ pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError>
 }
 
 /// One run of the method; the flag says whether a basis repeated (cycling).
-fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<(LcpSolution, bool), LcpError> {
-    let n = lcp.size();
+fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
+    m: &M,
+    q: &DVector<f64>,
+    options: &LemkeOptions,
+) -> Result<(LcpSolution, bool), LcpError> {
+    let n = m.size();
     let max_pivots = options.max_pivots.unwrap_or_else(|| default_max_pivots(n));
     let covering = match &options.covering {
         Some(d) => {
             if d.len() != n || d.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
                 return Err(LcpError::Covering { expected: n });
             }
-            d.clone()
+            d.as_slice().to_vec()
         }
-        None => DVector::from_element(n, 1.0),
+        None => vec![1.0; n],
     };
     let warm_starts = [&options.warm_start, &options.warm_fallback];
     for basis in warm_starts.into_iter().flatten() {
@@ -148,7 +210,7 @@ fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<(LcpSolution, bool), 
 
     let mut pivots_spent = 0;
     for basis in warm_starts.into_iter().flatten() {
-        if let Some(mut tableau) = Tableau::warm(lcp, basis, options) {
+        if let Some(mut tableau) = Tableau::<M, F>::warm(m, q, basis, options) {
             let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
             pivots_spent += tableau.pivots;
             if status == LcpStatus::Solved {
@@ -158,14 +220,14 @@ fn solve_once(lcp: &Lcp, options: &LemkeOptions) -> Result<(LcpSolution, bool), 
             }
         }
     }
-    let mut tableau = Tableau::cold(lcp, covering, options);
+    let mut tableau = Tableau::<M, F>::cold(m, q, covering, options);
     let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
     let cycled = tableau.cycled;
     let mut solution = tableau.finish(status, false);
     solution.pivots += pivots_spent;
     if solution.status == LcpStatus::RayTermination {
         for start in restart_bases(n).take(options.restarts) {
-            let Some(mut tableau) = Tableau::warm(lcp, &start, options) else {
+            let Some(mut tableau) = Tableau::<M, F>::warm(m, q, &start, options) else {
                 continue;
             };
             let status = tableau.run(max_pivots);
@@ -188,40 +250,185 @@ fn restart_bases(n: usize) -> impl Iterator<Item = Vec<usize>> {
     singles.chain(pairs)
 }
 
-/// A basis split by [`Tableau::partition`].
+/// Index of a variable in the augmented system: wᵢ = i, zᵢ = n + i, z₀ = 2n.
+type Var = usize;
+
+/// "No such index" in the position maps.
+const NONE: usize = usize::MAX;
+
+/// The columns of the augmented system [I, −M, −d].
+struct Columns<'a, M: ?Sized> {
+    m: &'a M,
+    /// The covering vector d.
+    covering: Vec<f64>,
+    n: usize,
+}
+
+impl<M: LcpMatrix + ?Sized> Columns<'_, M> {
+    /// Entry `row` of the column of `var`.
+    fn entry(&self, row: usize, var: Var) -> f64 {
+        let n = self.n;
+        if var < n {
+            if row == var { 1.0 } else { 0.0 }
+        } else if var < 2 * n {
+            -self.m.entry(row, var - n)
+        } else {
+            -self.covering[row]
+        }
+    }
+
+    /// out += Σ value·(column of var) over `vars`.
+    fn add_columns(&self, vars: &[(Var, f64)], out: &mut [f64]) {
+        let n = self.n;
+        let mut z = Vec::with_capacity(vars.len());
+        for &(var, value) in vars {
+            if value == 0.0 {
+                continue;
+            }
+            if var < n {
+                out[var] += value;
+            } else if var < 2 * n {
+                z.push((var - n, -value));
+            } else {
+                for (o, d) in out.iter_mut().zip(&self.covering) {
+                    *o -= value * d;
+                }
+            }
+        }
+        if !z.is_empty() {
+            self.m.add_product(&z, out);
+        }
+    }
+
+    /// The column of `var`, dense.
+    fn column(&self, var: Var) -> Vec<f64> {
+        let mut out = vec![0.0; self.n];
+        self.add_columns(&[(var, 1.0)], &mut out);
+        out
+    }
+}
+
+/// A representation of B⁻¹ for the tableau.
+trait Factor<M: LcpMatrix + ?Sized>: Sized {
+    /// The factor of `basis` (the variable basic in each row); `None` if B is
+    /// singular.
+    fn new(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self>;
+    /// out = B⁻¹ a for a dense n-vector a.
+    fn apply(&mut self, columns: &Columns<'_, M>, basis: &[Var], a: &[f64], out: &mut [f64]);
+    /// Row r of B⁻¹, dense.
+    fn row(&self, columns: &Columns<'_, M>, basis: &[Var], r: usize) -> Vec<f64>;
+    /// Updates the factor for `var` replacing `basis[r]`, where `abar` = B⁻¹ a
+    /// was the last [`Factor::apply`] (of var's column) and `basis` is the old
+    /// basis.
+    fn pivot(&mut self, columns: &Columns<'_, M>, basis: &[Var], r: usize, var: Var, abar: &[f64]);
+    /// max |B⁻¹ᵢⱼ| or an estimate within a small factor (the scale of rounding
+    /// noise).
+    fn max_entry(&self) -> f64;
+    /// How many pivots between refactorizations, given the option's minimum.
+    fn refactor_period(&self, refactor_every: usize) -> usize;
+}
+
+/// The basis split by the unit columns of its basic wⱼ: with K the rows no
+/// unit column covers and C the other columns, B x = b gives x_C = A_KC⁻¹ b_K
+/// and x_wⱼ = bⱼ − A_jC x_C, so only the m×m block A_KC (m = |C|) needs a
+/// factorization.
 struct Partition {
-    /// Row of the basic wⱼ for each j (usize::MAX where wⱼ is not basic).
+    /// Row of the basic wⱼ for each j (`NONE` where wⱼ is not basic).
     unit_row: Vec<usize>,
     /// Rows whose basic variable is a z or z₀ (the set C).
     others: Vec<usize>,
     /// The rows K no unit column covers.
     uncovered: Vec<usize>,
-    /// The original columns of the C variables.
-    columns: Vec<DVector<f64>>,
     /// A_KC.
     block: DMatrix<f64>,
 }
 
-/// Index of a variable in the augmented system: wᵢ = i, zᵢ = n + i, z₀ = 2n.
-type Var = usize;
+impl Partition {
+    /// `None` if |K| ≠ |C| (B singular).
+    fn of<M: LcpMatrix + ?Sized>(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self> {
+        let n = columns.n;
+        let mut unit_row = vec![NONE; n];
+        let mut others = Vec::new();
+        for (row, &var) in basis.iter().enumerate() {
+            if var < n {
+                unit_row[var] = row;
+            } else {
+                others.push(row);
+            }
+        }
+        let uncovered: Vec<usize> = (0..n).filter(|&j| unit_row[j] == NONE).collect();
+        let m = others.len();
+        if uncovered.len() != m {
+            return None;
+        }
+        let block = DMatrix::from_fn(m, m, |k, c| columns.entry(uncovered[k], basis[others[c]]));
+        Some(Self {
+            unit_row,
+            others,
+            uncovered,
+            block,
+        })
+    }
 
-struct Tableau<'a> {
-    lcp: &'a Lcp,
+    /// x with B x = b from a fresh LU of A_KC, in O(m³ + n·b) instead of the
+    /// O(n³) of a full LU. `None` if A_KC is singular.
+    fn solve<M: LcpMatrix + ?Sized>(
+        &self,
+        columns: &Columns<'_, M>,
+        basis: &[Var],
+        b: &[f64],
+    ) -> Option<Vec<f64>> {
+        let m = self.others.len();
+        let b_k = DVector::from_fn(m, |k, _| b[self.uncovered[k]]);
+        let x_c = if m == 0 {
+            b_k
+        } else {
+            self.block.clone().lu().solve(&b_k)?
+        };
+        let mut x = vec![0.0; columns.n];
+        let vars: Vec<(Var, f64)> = self
+            .others
+            .iter()
+            .zip(x_c.iter())
+            .map(|(&row, &value)| (basis[row], value))
+            .collect();
+        let mut product = vec![0.0; columns.n];
+        columns.add_columns(&vars, &mut product);
+        for (c, &row) in self.others.iter().enumerate() {
+            x[row] = x_c[c];
+        }
+        for (j, &row) in self.unit_row.iter().enumerate() {
+            if row != NONE {
+                x[row] = b[j] - product[j];
+            }
+        }
+        Some(x)
+    }
+}
+
+/// An incremental hash of the set of basic variables (Zobrist): the XOR of a
+/// fixed random word per variable, updated in O(1) per pivot.
+fn zobrist(var: Var) -> u64 {
+    // splitmix64
+    let mut x = (var as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+struct Tableau<'a, M: ?Sized, F> {
+    columns: Columns<'a, M>,
+    q: &'a DVector<f64>,
     n: usize,
-    /// Column of z₀ in the original system is −d.
-    covering: DVector<f64>,
-    /// (B⁻¹)ᵀ, stored transposed so that each row of B⁻¹ is a contiguous column.
-    binv_t: DMatrix<f64>,
-    /// max |B⁻¹ᵢⱼ|, refreshed after every pivot (the scale of rounding noise).
+    factor: F,
+    /// max |B⁻¹ᵢⱼ| (or the factor's estimate), refreshed after every pivot.
     binv_max: f64,
-    /// max |B⁻¹ᵢⱼ| over each row i of B⁻¹ (column of `binv_t`), so that a pivot,
-    /// which changes only the rows with a nonzero entering entry, refreshes
-    /// `binv_max` without a pass over all n² entries.
-    row_max: Vec<f64>,
     /// B⁻¹ q: the values of the basic variables.
-    qbar: DVector<f64>,
+    qbar: Vec<f64>,
     /// The variable basic in each row.
     basis: Vec<Var>,
+    /// [`zobrist`] hash of the basis.
+    key: u64,
     pivots: usize,
     since_refactor: usize,
     tolerance: f64,
@@ -232,20 +439,37 @@ struct Tableau<'a> {
     cycled: bool,
     /// Set once the first pivot has brought z₀ in (or no pivot is needed).
     entering: Option<Var>,
+    /// Scratch: the entering column and B⁻¹ times it.
+    column: Vec<f64>,
+    abar: Vec<f64>,
 }
 
-impl<'a> Tableau<'a> {
-    fn cold(lcp: &'a Lcp, covering: DVector<f64>, options: &LemkeOptions) -> Self {
-        let n = lcp.size();
-        Self {
-            lcp,
+impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
+    fn with_basis(
+        m: &'a M,
+        q: &'a DVector<f64>,
+        covering: Vec<f64>,
+        basis: Vec<Var>,
+        options: &LemkeOptions,
+    ) -> Option<Self> {
+        let n = m.size();
+        let columns = Columns { m, covering, n };
+        let mut factor = F::new(&columns, &basis)?;
+        let mut qbar = vec![0.0; n];
+        factor.apply(&columns, &basis, q.as_slice(), &mut qbar);
+        if qbar.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let key = basis.iter().fold(0, |k, &v| k ^ zobrist(v));
+        let mut tableau = Self {
+            columns,
+            q,
             n,
-            covering,
-            binv_t: DMatrix::identity(n, n),
-            binv_max: 1.0,
-            row_max: vec![1.0; n],
-            qbar: lcp.q.clone(),
-            basis: (0..n).collect(),
+            binv_max: factor.max_entry(),
+            factor,
+            qbar,
+            basis,
+            key,
             pivots: 0,
             since_refactor: 0,
             tolerance: options.tolerance,
@@ -254,69 +478,40 @@ impl<'a> Tableau<'a> {
             lexicographic: options.lexicographic,
             cycled: false,
             entering: None,
-        }
+            column: vec![0.0; n],
+            abar: vec![0.0; n],
+        };
+        tableau.flush_q_noise();
+        Some(tableau)
+    }
+
+    fn cold(m: &'a M, q: &'a DVector<f64>, covering: Vec<f64>, options: &LemkeOptions) -> Self {
+        let n = m.size();
+        Self::with_basis(m, q, covering, (0..n).collect(), options)
+            .unwrap_or_else(|| unreachable!("the identity basis is regular and q is finite"))
     }
 
     /// Starts from the complementary basis with z basic at `z_basic` and w
     /// elsewhere, using d = B e so that z₀'s column in that basis is −e.
     /// `None` if that basis is singular.
-    fn warm(lcp: &'a Lcp, z_basic: &[usize], options: &LemkeOptions) -> Option<Self> {
-        let n = lcp.size();
+    fn warm(
+        m: &'a M,
+        q: &'a DVector<f64>,
+        z_basic: &[usize],
+        options: &LemkeOptions,
+    ) -> Option<Self> {
+        let n = m.size();
         let mut basis: Vec<Var> = (0..n).collect();
         for &i in z_basic {
             basis[i] = n + i;
         }
-        let mut tableau = Self::cold(lcp, DVector::zeros(n), options);
-        tableau.basis = basis;
-        let mut covering = DVector::from_element(n, 1.0);
+        let mut covering = vec![1.0; n];
         for &i in z_basic {
             covering[i] = 0.0;
         }
-        for &i in z_basic {
-            covering -= lcp.m.column(i);
-        }
-        tableau.covering = covering;
-        let binv = tableau.basis_inverse()?;
-        tableau.qbar = &binv * &lcp.q;
-        tableau.binv_t = binv.transpose();
-        tableau.flush_noise();
-        Some(tableau)
-    }
-
-    /// The original column of variable `var` in [I, −M, −d].
-    fn column(&self, var: Var) -> DVector<f64> {
-        let n = self.n;
-        if var < n {
-            let mut e = DVector::zeros(n);
-            e[var] = 1.0;
-            e
-        } else if var < 2 * n {
-            -self.lcp.m.column(var - n)
-        } else {
-            -&self.covering
-        }
-    }
-
-    /// B⁻¹ times the original column of `var`, in O(n²).
-    fn entering_column(&self, var: Var) -> DVector<f64> {
-        let n = self.n;
-        if var < n {
-            self.binv_t.row(var).transpose()
-        } else if var < 2 * n {
-            -self.binv_t.tr_mul(&self.lcp.m.column(var - n))
-        } else {
-            -self.binv_t.tr_mul(&self.covering)
-        }
-    }
-
-    /// The set of basic variables, hashed.
-    fn basis_key(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut sorted = self.basis.clone();
-        sorted.sort_unstable();
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        sorted.hash(&mut hasher);
-        hasher.finish()
+        let z: Vec<(usize, f64)> = z_basic.iter().map(|&i| (i, -1.0)).collect();
+        m.add_product(&z, &mut covering);
+        Self::with_basis(m, q, covering, basis, options)
     }
 
     fn complement(&self, var: Var) -> Var {
@@ -327,10 +522,19 @@ impl<'a> Tableau<'a> {
         }
     }
 
+    /// ā = B⁻¹ A_var into `self.abar`; returns max |A_var|.
+    fn enter(&mut self, var: Var) -> f64 {
+        self.column.iter_mut().for_each(|x| *x = 0.0);
+        self.columns.add_columns(&[(var, 1.0)], &mut self.column);
+        self.factor
+            .apply(&self.columns, &self.basis, &self.column, &mut self.abar);
+        self.column.iter().fold(0.0_f64, |m, x| m.max(x.abs()))
+    }
+
     /// Runs pivots until termination; returns how it ended.
     fn run(&mut self, max_pivots: usize) -> LcpStatus {
         let n = self.n;
-        let scale = self.lcp.scale();
+        let scale = self.q.amax().max(1.0);
         if self.qbar.iter().all(|&x| x >= -self.tolerance * scale) {
             return LcpStatus::Solved;
         }
@@ -338,8 +542,8 @@ impl<'a> Tableau<'a> {
         // the leaving row is the lexicographic minimum of [q̄ᵢ | B⁻¹ᵢ] / |āᵢ|, which
         // makes every row of the new tableau lexico-positive.
         let z0 = 2 * n;
-        let abar = self.entering_column(z0);
-        if abar.iter().any(|&a| a >= 0.0) {
+        self.enter(z0);
+        if self.abar.iter().any(|&a| a >= 0.0) {
             // Only possible with a warm start whose d = B e is not covering.
             return LcpStatus::NumericalFailure;
         }
@@ -347,45 +551,50 @@ impl<'a> Tableau<'a> {
             return LcpStatus::MaxPivots;
         }
         let rows: Vec<usize> = (0..n).collect();
-        let negated = -&abar;
+        let negated: Vec<f64> = self.abar.iter().map(|a| -a).collect();
         let Some(r) = self.lexico_min_ratio(&rows, &negated) else {
             return LcpStatus::NumericalFailure;
         };
-        let mut leaving = self.pivot(r, z0, &abar);
+        let mut leaving = self.pivot(r, z0);
         self.entering = Some(self.complement(leaving));
 
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         while let Some(entering) = self.entering {
             if self.pivots >= max_pivots {
                 return LcpStatus::MaxPivots;
             }
             // In exact arithmetic the lexicographic rule never revisits a basis.
-            if self.lexicographic && !seen.insert(self.basis_key()) {
+            if self.lexicographic && !seen.insert(self.key) {
                 self.cycled = true;
                 return LcpStatus::MaxPivots;
             }
-            let abar = self.entering_column(entering);
-            let amax = abar.amax();
+            let column_max = self.enter(entering);
+            let amax = self.abar.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
             if !amax.is_finite() {
                 return LcpStatus::NumericalFailure;
             }
             // Entries below the rounding noise of B⁻¹A_j (≈ ‖B⁻¹‖ ‖A_j‖ ε) are
             // zeros in exact arithmetic; pivoting on one makes B singular.
-            let noise = self.binv_max * self.column(entering).amax();
+            let noise = self.binv_max * column_max;
             let threshold = self.tolerance * amax.max(noise).max(f64::MIN_POSITIVE);
-            let candidates: Vec<usize> = (0..n).filter(|&i| abar[i] > threshold).collect();
+            let candidates: Vec<usize> = (0..n).filter(|&i| self.abar[i] > threshold).collect();
             if candidates.is_empty() {
                 return LcpStatus::RayTermination;
             }
-            let Some(r) = self.lexico_min_ratio(&candidates, &abar) else {
+            let abar = std::mem::take(&mut self.abar);
+            let chosen = self.lexico_min_ratio(&candidates, &abar);
+            self.abar = abar;
+            let Some(r) = chosen else {
                 return LcpStatus::NumericalFailure;
             };
-            leaving = self.pivot(r, entering, &abar);
+            leaving = self.pivot(r, entering);
             if leaving == z0 {
                 return LcpStatus::Solved;
             }
             self.entering = Some(self.complement(leaving));
-            if self.since_refactor >= self.refactor_every.max(n) && !self.refactor() {
+            if self.since_refactor >= self.factor.refactor_period(self.refactor_every)
+                && !self.refactor()
+            {
                 return LcpStatus::NumericalFailure;
             }
         }
@@ -394,9 +603,9 @@ impl<'a> Tableau<'a> {
 
     /// The row among `candidates` minimizing [q̄ᵢ | B⁻¹ᵢ] / aᵢ lexicographically;
     /// among ties on q̄ᵢ/aᵢ the row of z₀ is preferred (CPS Algo. 4.4.1, step 3).
-    fn lexico_min_ratio(&self, candidates: &[usize], a: &DVector<f64>) -> Option<usize> {
+    fn lexico_min_ratio(&self, candidates: &[usize], a: &[f64]) -> Option<usize> {
         let z0 = 2 * self.n;
-        let mut ties = self.min_ties(candidates, |i| self.qbar[i], a);
+        let mut ties = min_ties(self.tolerance, candidates, |i| self.qbar[i], a);
         if ties.is_empty() {
             return None;
         }
@@ -406,71 +615,49 @@ impl<'a> Tableau<'a> {
         if !self.lexicographic {
             return ties.iter().min().copied();
         }
+        if ties.len() == 1 {
+            return ties.first().copied();
+        }
+        // Rows of B⁻¹ only for the tied rows.
+        let rows: Vec<(usize, Vec<f64>)> = ties
+            .iter()
+            .map(|&i| (i, self.factor.row(&self.columns, &self.basis, i)))
+            .collect();
+        let row_of = |i: usize| {
+            &rows
+                .iter()
+                .find(|(r, _)| *r == i)
+                .unwrap_or_else(|| unreachable!("ties are a subset of the rows computed"))
+                .1
+        };
         let mut column = 0;
         while ties.len() > 1 && column < self.n {
-            ties = self.min_ties(&ties, |i| self.binv_t[(column, i)], a);
+            ties = min_ties(self.tolerance, &ties, |i| row_of(i)[column], a);
             column += 1;
         }
         ties.first().copied()
     }
 
-    /// The candidates whose ratio numerator(i)/a(i) is within the tie tolerance
-    /// of the minimum. The tolerance scales with the minimum and with the typical
-    /// ratio size max|numerator| / max a, so it follows the data's units.
-    fn min_ties(
-        &self,
-        candidates: &[usize],
-        numerator: impl Fn(usize) -> f64,
-        a: &DVector<f64>,
-    ) -> Vec<usize> {
-        let ratios: Vec<(usize, f64)> = candidates
-            .iter()
-            .map(|&i| (i, numerator(i) / a[i]))
-            .collect();
-        if ratios.iter().any(|(_, r)| !r.is_finite()) {
-            return Vec::new();
-        }
-        let min = ratios.iter().fold(f64::INFINITY, |m, &(_, r)| m.min(r));
-        let num_max = candidates
-            .iter()
-            .fold(0.0_f64, |m, &i| m.max(numerator(i).abs()));
-        let a_max = candidates.iter().fold(0.0_f64, |m, &i| m.max(a[i]));
-        let tol = self.tolerance * min.abs().max(num_max / a_max);
-        ratios
-            .into_iter()
-            .filter(|&(_, r)| r - min <= tol)
-            .map(|(i, _)| i)
-            .collect()
-    }
-
-    /// Pivots `entering` into row `r` (column `abar` = B⁻¹ A_entering); returns
-    /// the variable that left.
-    fn pivot(&mut self, r: usize, entering: Var, abar: &DVector<f64>) -> Var {
-        let inv = 1.0 / abar[r];
+    /// Pivots `entering` into row `r` (with `self.abar` = B⁻¹ A_entering);
+    /// returns the variable that left.
+    fn pivot(&mut self, r: usize, entering: Var) -> Var {
+        self.factor
+            .pivot(&self.columns, &self.basis, r, entering, &self.abar);
+        let inv = 1.0 / self.abar[r];
         self.qbar[r] *= inv;
-        self.binv_t.column_mut(r).scale_mut(inv);
-        self.row_max[r] = self.binv_t.column(r).amax();
-        let n = self.n;
-        let pivot_row: Vec<f64> = self.binv_t.column(r).iter().copied().collect();
         let q_r = self.qbar[r];
-        let data = self.binv_t.as_mut_slice();
-        for i in 0..n {
-            let a = abar[i];
+        for (i, (x, &a)) in self.qbar.iter_mut().zip(&self.abar).enumerate() {
             if i != r && a != 0.0 {
-                self.qbar[i] -= a * q_r;
-                // One pass: the row update of B⁻¹ and its new largest entry.
-                let mut largest = 0.0_f64;
-                for (x, p) in data[i * n..(i + 1) * n].iter_mut().zip(&pivot_row) {
-                    *x -= a * p;
-                    largest = largest.max(x.abs());
-                }
-                self.row_max[i] = largest;
+                *x -= a * q_r;
             }
         }
         self.pivots += 1;
         self.since_refactor += 1;
+        self.binv_max = self.factor.max_entry();
         self.flush_q_noise();
-        std::mem::replace(&mut self.basis[r], entering)
+        let left = std::mem::replace(&mut self.basis[r], entering);
+        self.key ^= zobrist(left) ^ zobrist(entering);
+        left
     }
 
     /// Sets entries of q̄ that are rounding noise to exactly zero.
@@ -478,17 +665,8 @@ impl<'a> Tableau<'a> {
     /// Degenerate problems (many zero qᵢ) rely on exact ties in the ratio test; a
     /// q̄ᵢ of 1e-15 where exact arithmetic gives 0 would break a tie arbitrarily and
     /// with it the lexico-positivity that prevents cycling.
-    fn flush_noise(&mut self) {
-        for (m, column) in self.row_max.iter_mut().zip(self.binv_t.column_iter()) {
-            *m = column.amax();
-        }
-        self.flush_q_noise();
-    }
-
-    /// The same with the per-row maxima already up to date (after a pivot).
     fn flush_q_noise(&mut self) {
-        self.binv_max = self.row_max.iter().fold(0.0_f64, |m, &x| m.max(x));
-        let q_floor = self.tolerance * self.lcp.scale() * self.binv_max.max(1.0);
+        let q_floor = self.tolerance * self.q.amax().max(1.0) * self.binv_max.max(1.0);
         for x in self.qbar.iter_mut() {
             if x.abs() <= q_floor {
                 *x = 0.0;
@@ -496,122 +674,30 @@ impl<'a> Tableau<'a> {
         }
     }
 
-    /// The basis split by the unit columns of its basic wⱼ: with K the rows no
-    /// unit column covers and C the other columns, B x = b gives x_C = A_KC⁻¹
-    /// b_K and x_wⱼ = bⱼ − A_jC x_C, so only the m×m block A_KC (m = |C|) needs
-    /// a factorization. `None` if |K| ≠ |C| (B singular).
-    fn partition(&self) -> Option<Partition> {
-        let n = self.n;
-        let mut unit_row = vec![usize::MAX; n];
-        let mut others = Vec::new();
-        for (row, &var) in self.basis.iter().enumerate() {
-            if var < n {
-                unit_row[var] = row;
-            } else {
-                others.push(row);
-            }
-        }
-        let uncovered: Vec<usize> = (0..n).filter(|&j| unit_row[j] == usize::MAX).collect();
-        let m = others.len();
-        if uncovered.len() != m {
-            return None;
-        }
-        let columns: Vec<DVector<f64>> =
-            others.iter().map(|&r| self.column(self.basis[r])).collect();
-        let block = DMatrix::from_fn(m, m, |k, c| columns[c][uncovered[k]]);
-        Some(Partition {
-            unit_row,
-            others,
-            uncovered,
-            columns,
-            block,
-        })
-    }
-
-    /// B⁻¹ from the basis columns through [`Self::partition`]. `None` if B is
+    /// Recomputes the factor and q̄ from the basis columns; false if B is
     /// singular.
-    fn basis_inverse(&self) -> Option<DMatrix<f64>> {
-        let n = self.n;
-        let Partition {
-            unit_row,
-            others,
-            uncovered,
-            columns,
-            block,
-        } = self.partition()?;
-        let m = others.len();
-        let a_inv = if m == 0 { block } else { block.try_inverse()? };
-        if a_inv.iter().any(|x| !x.is_finite()) {
-            return None;
-        }
-        let mut binv = DMatrix::zeros(n, n);
-        for (c, &row) in others.iter().enumerate() {
-            for (k, &j) in uncovered.iter().enumerate() {
-                binv[(row, j)] = a_inv[(c, k)];
-            }
-        }
-        // Rows of the basic wⱼ: e_jᵀ − A_jC A_KC⁻¹ (spread over the K columns),
-        // all at once as one matrix product.
-        let covered: Vec<usize> = (0..n).filter(|&j| unit_row[j] != usize::MAX).collect();
-        let a_wc = DMatrix::from_fn(covered.len(), m, |r, c| columns[c][covered[r]]);
-        let product = a_wc * &a_inv;
-        for (r, &j) in covered.iter().enumerate() {
-            let row = unit_row[j];
-            binv[(row, j)] = 1.0;
-            for (k, &jj) in uncovered.iter().enumerate() {
-                binv[(row, jj)] -= product[(r, k)];
-            }
-        }
-        Some(binv)
-    }
-
-    /// x with B x = b through [`Self::partition`]: an LU solve of A_KC, then
-    /// x_w = b_w − A_wC x_C, in O(m³ + nm) instead of the O(n³) of a full LU.
-    /// `None` if A_KC is singular.
-    fn basis_solve(&self, b: &DVector<f64>) -> Option<DVector<f64>> {
-        let n = self.n;
-        let Partition {
-            unit_row,
-            others,
-            uncovered,
-            columns,
-            block,
-        } = self.partition()?;
-        let m = others.len();
-        let b_k = DVector::from_fn(m, |k, _| b[uncovered[k]]);
-        let x_c = if m == 0 { b_k } else { block.lu().solve(&b_k)? };
-        let mut x = DVector::zeros(n);
-        for (c, &row) in others.iter().enumerate() {
-            x[row] = x_c[c];
-        }
-        for j in 0..n {
-            let row = unit_row[j];
-            if row != usize::MAX {
-                x[row] = b[j] - (0..m).map(|c| columns[c][j] * x_c[c]).sum::<f64>();
-            }
-        }
-        Some(x)
-    }
-
-    /// Recomputes B⁻¹ and q̄ from the basis columns; false if B is singular.
     fn refactor(&mut self) -> bool {
         self.since_refactor = 0;
-        match self.basis_inverse() {
-            Some(binv) => {
-                self.qbar = &binv * &self.lcp.q;
-                self.binv_t = binv.transpose();
-                self.flush_noise();
-                true
-            }
-            _ => false,
+        let Some(mut factor) = F::new(&self.columns, &self.basis) else {
+            return false;
+        };
+        let mut qbar = vec![0.0; self.n];
+        factor.apply(&self.columns, &self.basis, self.q.as_slice(), &mut qbar);
+        if qbar.iter().any(|x| !x.is_finite()) {
+            return false;
         }
+        self.factor = factor;
+        self.qbar = qbar;
+        self.binv_max = self.factor.max_entry();
+        self.flush_q_noise();
+        true
     }
 
     /// z from the values of the basic variables; a basic zᵢ that rounding left
     /// at −1e-17 is zero.
-    fn z_from(&self, values: &DVector<f64>) -> DVector<f64> {
+    fn z_from(&self, values: &[f64]) -> DVector<f64> {
         let n = self.n;
-        let floor = self.tolerance * self.lcp.scale();
+        let floor = self.tolerance * self.q.amax().max(1.0);
         let mut z = DVector::zeros(n);
         for (row, &var) in self.basis.iter().enumerate() {
             if (n..2 * n).contains(&var) {
@@ -622,39 +708,40 @@ impl<'a> Tableau<'a> {
         z
     }
 
+    /// w = M z + q and the check of (z, w).
+    fn check(&self, z: &DVector<f64>) -> (DVector<f64>, Validation) {
+        super::validate_with(self.columns.m, self.q, z)
+    }
+
     /// Reads z off the basis, recomputes w = M z + q and checks the residual.
     fn finish(mut self, status: LcpStatus, warm_started: bool) -> LcpSolution {
         let mut status = status;
-        let (z, residual) = if status == LcpStatus::Solved && self.pivots > 0 {
+        let from_tableau = self.z_from(&self.qbar);
+        let (z, w, residual) = if status == LcpStatus::Solved && self.pivots > 0 {
             // A fresh LU solve of the final basis is usually the more accurate;
             // on a nearly singular basis the tableau's own q̄ can be better. Keep
             // whichever satisfies the LCP better.
-            let from_tableau = self.z_from(&self.qbar);
-            let refined = self
-                .basis_solve(&self.lcp.q)
+            let refined = Partition::of(&self.columns, &self.basis)
+                .and_then(|p| p.solve(&self.columns, &self.basis, self.q.as_slice()))
                 .filter(|x| x.iter().all(|v| v.is_finite()))
                 .map(|x| self.z_from(&x));
-            let candidates = std::iter::once(from_tableau).chain(refined);
-            candidates
-                .map(|z| {
-                    let r = self.lcp.validate(&z).relative();
-                    (z, r)
-                })
-                .fold(
-                    None,
-                    |best: Option<(DVector<f64>, f64)>, (z, r)| match best {
-                        Some((bz, br)) if br <= r => Some((bz, br)),
-                        _ => Some((z, r)),
-                    },
-                )
-                .unwrap_or_else(|| unreachable!("at least one candidate"))
+            let mut best: Option<(DVector<f64>, DVector<f64>, f64)> = None;
+            for z in std::iter::once(from_tableau).chain(refined) {
+                let (w, check) = self.check(&z);
+                let r = check.relative();
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, _, br)| r < *br || br.is_nan())
+                {
+                    best = Some((z, w, r));
+                }
+            }
+            best.unwrap_or_else(|| unreachable!("at least one candidate"))
         } else {
-            let z = self.z_from(&self.qbar);
-            let r = self.lcp.validate(&z).relative();
-            (z, r)
+            let (w, check) = self.check(&from_tableau);
+            (from_tableau, w, check.relative())
         };
         let n = self.n;
-        let w = &self.lcp.m * &z + &self.lcp.q;
         if status == LcpStatus::Solved && (residual.is_nan() || residual > self.max_residual) {
             status = LcpStatus::NumericalFailure;
         }
@@ -675,4 +762,33 @@ impl<'a> Tableau<'a> {
             warm_started,
         }
     }
+}
+
+/// The candidates whose ratio numerator(i)/a(i) is within the tie tolerance
+/// of the minimum. The tolerance scales with the minimum and with the typical
+/// ratio size max|numerator| / max a, so it follows the data's units.
+fn min_ties(
+    tolerance: f64,
+    candidates: &[usize],
+    numerator: impl Fn(usize) -> f64,
+    a: &[f64],
+) -> Vec<usize> {
+    let ratios: Vec<(usize, f64)> = candidates
+        .iter()
+        .map(|&i| (i, numerator(i) / a[i]))
+        .collect();
+    if ratios.iter().any(|(_, r)| !r.is_finite()) {
+        return Vec::new();
+    }
+    let min = ratios.iter().fold(f64::INFINITY, |m, &(_, r)| m.min(r));
+    let num_max = candidates
+        .iter()
+        .fold(0.0_f64, |m, &i| m.max(numerator(i).abs()));
+    let a_max = candidates.iter().fold(0.0_f64, |m, &i| m.max(a[i]));
+    let tol = tolerance * min.abs().max(num_max / a_max);
+    ratios
+        .into_iter()
+        .filter(|&(_, r)| r - min <= tol)
+        .map(|(i, _)| i)
+        .collect()
 }

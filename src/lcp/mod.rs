@@ -2,7 +2,9 @@
 //!
 //! Every stepper in contactlab reduces one time step to LCP(M, q): find `z ≥ 0`
 //! with `w = M z + q ≥ 0` and `zᵀw = 0` (Stewart–Trinkle 1996, eq. (17) and (29)).
-//! This module holds the problem type ([`Lcp`]), the result type
+//! This module holds the problem type ([`Lcp`]), the interface through which
+//! Lemke's method reads M ([`LcpMatrix`]: a dense matrix, or the contact
+//! operator JᵀWJ of a stepper that is never formed), the result type
 //! ([`LcpSolution`], [`LcpStatus`]), the check every caller can run on what it
 //! got ([`Validation`]), Lemke's method ([`lemke`]) and the Siconos `.dat`
 //! exchange format ([`siconos`]).
@@ -14,7 +16,79 @@ use nalgebra::{DMatrix, DVector};
 use std::fmt;
 use thiserror::Error;
 
-pub use lemke::{LemkeOptions, solve};
+pub use lemke::{LemkeOptions, solve, solve_structured};
+
+/// The matrix M of an LCP as Lemke's method uses it: entries, columns and
+/// products with sparse vectors. A dense matrix is one; a stepper's contact
+/// problem is another, which computes them from the contacts' Jacobian
+/// blocks and the bodies' mass blocks without forming M.
+pub trait LcpMatrix {
+    /// The size n.
+    fn size(&self) -> usize;
+    /// The entry Mᵢⱼ.
+    fn entry(&self, i: usize, j: usize) -> f64;
+    /// out += α·M₍:,ⱼ₎ (`out` has length n).
+    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]);
+    /// out += M x for x given by its nonzeros (index, value); `out` has
+    /// length n.
+    fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        for &(j, value) in x {
+            self.add_column(j, value, out);
+        }
+    }
+    /// max |Mᵢⱼ| or an upper bound within a small factor of it: the scale of
+    /// rounding noise in products with M.
+    fn magnitude(&self) -> f64;
+}
+
+impl LcpMatrix for DMatrix<f64> {
+    fn size(&self) -> usize {
+        self.nrows()
+    }
+
+    fn entry(&self, i: usize, j: usize) -> f64 {
+        self[(i, j)]
+    }
+
+    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
+        for (o, m) in out.iter_mut().zip(self.column(j).iter()) {
+            *o += alpha * m;
+        }
+    }
+
+    fn magnitude(&self) -> f64 {
+        self.amax()
+    }
+}
+
+/// Checks `z` against LCP(M, q) for any [`LcpMatrix`]: recomputes w = M z + q
+/// and reports the violations, like [`Lcp::validate`].
+pub fn validate_with<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    z: &DVector<f64>,
+) -> (DVector<f64>, Validation) {
+    let w = product_plus(m, z, q);
+    let check = Validation::of(z, &w, q.amax().max(1.0));
+    (w, check)
+}
+
+/// M z + q through [`LcpMatrix::add_product`].
+pub fn product_plus<M: LcpMatrix + ?Sized>(
+    m: &M,
+    z: &DVector<f64>,
+    q: &DVector<f64>,
+) -> DVector<f64> {
+    let nonzeros: Vec<(usize, f64)> = z
+        .iter()
+        .enumerate()
+        .filter(|&(_, &x)| x != 0.0)
+        .map(|(i, &x)| (i, x))
+        .collect();
+    let mut w = q.clone();
+    m.add_product(&nonzeros, w.as_mut_slice());
+    w
+}
 
 /// A dense linear complementarity problem LCP(M, q).
 #[derive(Debug, Clone, PartialEq)]
@@ -208,5 +282,47 @@ impl Validation {
     /// [`Self::worst`] divided by the data scale.
     pub fn relative(&self) -> f64 {
         self.worst() / self.scale
+    }
+}
+
+/// The principal submatrix M_II of an [`LcpMatrix`] for the indices I (in
+/// their order): the LCP of a subset of the unknowns with the others held at
+/// zero, e.g. the frictionless problem inside a friction LCP.
+pub struct Principal<'a, M: ?Sized> {
+    m: &'a M,
+    indices: Vec<usize>,
+}
+
+impl<'a, M: LcpMatrix + ?Sized> Principal<'a, M> {
+    /// M restricted to `indices` (each below M's size).
+    pub fn new(m: &'a M, indices: Vec<usize>) -> Self {
+        Self { m, indices }
+    }
+}
+
+impl<M: LcpMatrix + ?Sized> LcpMatrix for Principal<'_, M> {
+    fn size(&self) -> usize {
+        self.indices.len()
+    }
+
+    fn entry(&self, i: usize, j: usize) -> f64 {
+        self.m.entry(self.indices[i], self.indices[j])
+    }
+
+    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
+        self.add_product(&[(j, alpha)], out);
+    }
+
+    fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        let mapped: Vec<(usize, f64)> = x.iter().map(|&(j, v)| (self.indices[j], v)).collect();
+        let mut full = vec![0.0; self.m.size()];
+        self.m.add_product(&mapped, &mut full);
+        for (o, &i) in out.iter_mut().zip(&self.indices) {
+            *o += full[i];
+        }
+    }
+
+    fn magnitude(&self) -> f64 {
+        self.m.magnitude()
     }
 }

@@ -43,7 +43,7 @@ fn walk(
 ) -> Option<(Vec<String>, String, f64)> {
     match value {
         ron::Value::Number(n) => {
-            let x = n.clone().into_f64();
+            let x = n.into_f64();
             (!allowed(x)).then(|| (anchors.clone(), path.clone(), x))
         }
         ron::Value::Option(Some(inner)) => walk(inner, anchors, path),

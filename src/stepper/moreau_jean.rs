@@ -24,11 +24,10 @@
 //! to about h·|γ_N| during an impact and are not pushed back: while a contact
 //! overlaps it stays in 𝓗 and is held on velocity level only.
 
-use super::assembly::Impulses;
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
 use super::report;
 use super::settings::StepSettings;
-use super::solve::{solve_or_fail, solve_regularized};
+use super::solve::{ContactProblem, ContactSolver, solve_or_fail};
 use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
@@ -42,10 +41,11 @@ use thiserror::Error;
 /// start when the same contacts form the index set again.
 #[derive(Debug, Clone, Default)]
 pub struct MoreauJean {
+    /// The warm start of the planar LCP (33), reused for the same contacts.
     warm: WarmStart,
-    /// The regularization level that solved the last LCP, where the next
-    /// step's ladder starts ([`solve_regularized`]).
-    level: usize,
+    /// The solver of the pyramid form (29), with its warm start by contact
+    /// identity.
+    pub solver: ContactSolver,
     /// Keep each step's LCP in the report (for `--dump-lcp`).
     pub record_lcp: bool,
     /// Tolerances.
@@ -130,7 +130,7 @@ impl MoreauJean {
     /// Forgets the warm start (after a reset or a scene change).
     pub fn clear(&mut self) {
         self.warm.clear();
-        self.level = 0;
+        self.solver.clear();
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved
@@ -325,7 +325,6 @@ impl MoreauJean {
             &restitution,
             &free,
             u_start,
-            &ids,
             timings,
         );
         solved.solves += solves;
@@ -345,50 +344,39 @@ impl MoreauJean {
         restitution: &[(f64, f64)],
         free: &DVector<f64>,
         u_start: &DVector<f64>,
-        ids: &[ContactId],
         timings: &mut StepTimings,
     ) -> Solved {
         let clock = Instant::now();
         let refs: Vec<&Contact> = contacts.iter().collect();
-        let impulses = Impulses::new(&refs, model.mass_inverse_form(), model.dof());
-        let layout = impulses.layout;
         let normal_terms: Vec<f64> = contacts
             .iter()
             .zip(restitution)
             .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start))
             .collect();
-        let mu = vec![params.mu; contacts.len()];
-        let mut problem = impulses.lcp(free, &normal_terms, &mu);
-        let mut row = 0;
-        for (c, &(_, eps_t)) in contacts.iter().zip(restitution) {
-            for i in 0..c.jacobian.friction_count() {
-                problem.q[row] += eps_t * c.jacobian.dot(i + 1, u_start);
-                row += 1;
-            }
-        }
-        timings.lcp_build += clock.elapsed();
-        let friction: Vec<usize> = contacts
+        let friction_terms: Vec<f64> = contacts
             .iter()
-            .map(|c| c.jacobian.friction_count())
+            .zip(restitution)
+            .flat_map(|(c, &(_, eps_t))| {
+                (0..c.jacobian.friction_count())
+                    .map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
+            })
             .collect();
-        let warm_start = self.warm.basis(29, ids, &friction, layout);
-        let clock = Instant::now();
-        let options = LemkeOptions {
-            warm_start,
-            ..LemkeOptions::default()
+        let mu = vec![params.mu; contacts.len()];
+        let problem = ContactProblem {
+            contacts: &refs,
+            map: model.mass_inverse_form(),
+            dof: model.dof(),
+            free,
+            normal_terms: &normal_terms,
+            friction_terms: &friction_terms,
+            relaxed_normal_terms: None,
+            mu: &mu,
         };
-        let blocks = layout.friction + layout.contacts;
-        let regularized =
-            solve_regularized(&problem, None, blocks, &options, &self.settings, self.level);
-        self.level = regularized.level;
-        let (solution, fallback) = (regularized.solution, regularized.fallback);
+        self.solver.keep_lcp = self.record_lcp;
+        let solution = self.solver.solve(&problem, 29, false, &self.settings);
         timings.lemke += clock.elapsed();
-        if solution.status == LcpStatus::Solved {
-            self.warm
-                .record(29, ids, &friction, layout, &solution.basis);
-        }
-        let problem = fallback.unwrap_or(problem);
-        let velocity = free + impulses.velocity_change(&solution.z);
+        let layout = solution.layout;
+        let velocity = free + &solution.velocity_change;
         let scale = velocity_scale(free);
         let zero = self.settings.zero;
         let impulse_tol = zero * solution.z.amax();
@@ -420,7 +408,7 @@ impl MoreauJean {
             contacts: contacts.to_vec(),
             impulses: contact_impulses,
             lcp_size: layout.size(),
-            lcp: self.record_lcp.then_some(problem),
+            lcp: solution.lcp,
         }
     }
 }
@@ -496,7 +484,6 @@ mod tests {
                     .iter()
                     .map(|c| model.restitution(&c.id, params))
                     .collect();
-                let ids: Vec<ContactId> = planar.contacts.iter().map(|c| c.id).collect();
                 let force = model.forces(&q_mid, &state.v, t_mid, params);
                 let free = &state.v + model.mass_inverse() * force * h;
                 let pyramid = other.solve_pyramid(
@@ -506,7 +493,6 @@ mod tests {
                     &restitution,
                     &free,
                     &state.v,
-                    &ids,
                     &mut timings,
                 );
                 assert_eq!(pyramid.status, LcpStatus::Solved);

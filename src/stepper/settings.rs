@@ -26,6 +26,13 @@ pub struct StepSettings {
     /// has freedoms): far below anything visible, enough to separate the
     /// dependent rows.
     pub regularization: [f64; 2],
+    /// Relative compliances ε tried, in turn, on an island of rigid-body
+    /// contacts ([`super::solve::ContactSolver`]) when Lemke fails on its
+    /// own LCP: ε·Δᵢᵢ added to each diagonal entry of JᵀWJ (Δ its diagonal),
+    /// a contact stiffness of about m/(ε h²) — for ε = 10⁻³ and h = 5 ms a
+    /// spring of 1 kHz — whose static deflection the proximal shift of the
+    /// right-hand side removes (see there).
+    pub compliance: [f64; 3],
     /// LCPs of at least this many unknowns start from the compliance that
     /// solved the previous step ([`super::solve::solve_regularized`]): on a
     /// settled pile of boxes the unregularized attempt fails on every step and
@@ -46,6 +53,7 @@ impl Default for StepSettings {
             gap_tolerance: 1e-8,
             gap_iterations: 8,
             regularization: [1e-6, 1e-4],
+            compliance: [1e-4, 1e-3, 1e-2],
             remember_regularization_from: 100,
             zero: 1e-9,
         }

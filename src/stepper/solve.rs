@@ -1,8 +1,27 @@
-//! Lemke on a stepper's LCP with the fallbacks every scheme shares.
+//! The contact LCP (29) as every scheme solves it: split into independent
+//! islands, warm-started by contact identity, with the fallbacks every scheme
+//! shares.
+//!
+//! Two contacts are coupled in (29) only through a body they share (the
+//! entries of JᵀWJ are sums over shared body blocks, and Ẽ and μ̃ stay within
+//! a contact). With a block-diagonal W the LCP is therefore block-diagonal
+//! over the connected components of the graph of bodies joined by contacts —
+//! a pile's separate heaps, or balls that do not touch — and each component
+//! is solved on its own: exactly the same solution set, in time that grows
+//! with the size of each island instead of the whole scene. Each island is
+//! solved by Lemke on the operator [`ContactLcp`] (Lloyd's method,
+//! [`crate::lcp::solve_structured`]), never forming M. A dense W (a
+//! generalized linear system, or Anitescu–Potra's joints' Schur complement)
+//! couples everything and keeps the dense tableau.
 
+use super::assembly::{Impulses, Layout};
+use super::contact_lcp::ContactLcp;
 use super::settings::StepSettings;
-use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
-use nalgebra::DVector;
+use super::warm::WarmStart;
+use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
+use crate::model::{Contact, ContactId, MassInverse};
+use nalgebra::{DMatrix, DVector};
+use std::collections::HashMap;
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
 /// rejected problem (non-finite data from a diverging state) is a numerical
@@ -15,15 +34,35 @@ pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
     };
     lcp::solve(problem, options)
         .or_else(|_| lcp::solve(problem, &cold()))
-        .unwrap_or_else(|_| LcpSolution {
-            z: DVector::zeros(problem.size()),
-            w: DVector::zeros(problem.size()),
-            status: LcpStatus::NumericalFailure,
-            pivots: 0,
-            residual: f64::INFINITY,
-            basis: Vec::new(),
-            warm_started: false,
-        })
+        .unwrap_or_else(|_| failed_solution(problem.size()))
+}
+
+/// [`solve_or_fail`] for an operator.
+fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    options: &LemkeOptions,
+) -> LcpSolution {
+    let cold = || LemkeOptions {
+        warm_start: None,
+        warm_fallback: None,
+        ..options.clone()
+    };
+    lcp::solve_structured(m, q, options)
+        .or_else(|_| lcp::solve_structured(m, q, &cold()))
+        .unwrap_or_else(|_| failed_solution(m.size()))
+}
+
+fn failed_solution(n: usize) -> LcpSolution {
+    LcpSolution {
+        z: DVector::zeros(n),
+        w: DVector::zeros(n),
+        status: LcpStatus::NumericalFailure,
+        pivots: 0,
+        residual: f64::INFINITY,
+        basis: Vec::new(),
+        warm_started: false,
+    }
 }
 
 /// How a [`solve_regularized`] call ended: the solution, the LCP it solves
@@ -36,6 +75,30 @@ pub struct Regularized {
     pub fallback: Option<Lcp>,
     /// The level that solved it (or the last one tried).
     pub level: usize,
+}
+
+/// One attempt of the regularization ladder: the level (0: none), whether
+/// the scheme's relaxed right-hand side is used, and whether the warm start
+/// is given.
+type Attempt = (usize, bool, bool);
+
+/// The attempts of the ladder for an LCP of `size` unknowns whose previous
+/// solve needed level `first`: that level on the problem itself (warm) when
+/// the LCP has at least [`StepSettings::remember_regularization_from`]
+/// unknowns, then the problem itself (warm), then each level on the relaxed
+/// problem (cold).
+fn ladder(size: usize, levels: usize, settings: &StepSettings, first: usize) -> Vec<Attempt> {
+    let first = if size >= settings.remember_regularization_from {
+        first.min(levels)
+    } else {
+        0
+    };
+    let sticky = (first > 0).then_some((first, false, true));
+    sticky
+        .into_iter()
+        .chain(std::iter::once((0, false, true)))
+        .chain((1..=levels).map(|l| (l, true, false)))
+        .collect()
 }
 
 /// Lemke on `problem` and, while it is not solved, on `relaxed` (the same LCP
@@ -61,20 +124,11 @@ pub fn solve_regularized(
     settings: &StepSettings,
     first: usize,
 ) -> Regularized {
-    let levels = settings.regularization.len();
-    let first = if problem.size() >= settings.remember_regularization_from {
-        first.min(levels)
-    } else {
-        0
-    };
-    // (level, relaxed, warm): the remembered level on the problem itself, then
-    // the ladder as it always was.
-    let sticky = (first > 0).then_some((first, false, true));
-    let ladder = std::iter::once((0, false, true)).chain((1..=levels).map(|l| (l, true, false)));
     let cold = LemkeOptions::default();
     let mut pivots = 0;
     let mut last = None;
-    for (level, relax, warm) in sticky.into_iter().chain(ladder) {
+    let levels = settings.regularization.len();
+    for (level, relax, warm) in ladder(problem.size(), levels, settings, first) {
         let options = if warm { options } else { &cold };
         let (candidate, fallback) = if level == 0 {
             (solve_or_fail(problem, options), None)
@@ -106,4 +160,489 @@ pub fn solve_regularized(
         }
     }
     last.unwrap_or_else(|| unreachable!("the ladder has at least level 0"))
+}
+
+/// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
+/// or the joints' Schur complement), the velocity without contact impulses
+/// and the scheme's right-hand-side terms.
+pub struct ContactProblem<'a> {
+    /// The contacts, in the order of the LCP's blocks.
+    pub contacts: &'a [&'a Contact],
+    /// W, the map from generalized impulse to velocity change.
+    pub map: MassInverse<'a>,
+    /// Generalized velocities of the model.
+    pub dof: usize,
+    /// v*, the velocity without contact impulses.
+    pub free: &'a DVector<f64>,
+    /// Added to each contact's normal row: γ/h (Stewart–Trinkle), ε_N γ_N^A
+    /// (Moreau–Jean) or 0 (Anitescu–Potra).
+    pub normal_terms: &'a [f64],
+    /// Added to the friction rows, contact after contact (ε_T D̃ᵀu^A of
+    /// Moreau–Jean); empty for none.
+    pub friction_terms: &'a [f64],
+    /// The scheme's relaxation of `normal_terms`, solved with the
+    /// regularization when the LCP itself fails (Stewart–Trinkle's γ ≥ 0).
+    pub relaxed_normal_terms: Option<&'a [f64]>,
+    /// μ per contact.
+    pub mu: &'a [f64],
+}
+
+/// What solving a [`ContactProblem`] gave, laid out as (29) over all its
+/// contacts.
+#[derive(Debug, Clone)]
+pub struct ContactSolution {
+    /// How it ended: `Solved` when every island was solved, else the status
+    /// of the first island that was not.
+    pub status: LcpStatus,
+    /// The largest relative residual over the islands.
+    pub residual: f64,
+    /// Lemke pivots over every island and every attempt.
+    pub pivots: usize,
+    /// The block layout.
+    pub layout: Layout,
+    /// z = (β̃, c̃_n, λ̃), impulses in N·s.
+    pub z: DVector<f64>,
+    /// w = (ρ̃, σ̃, ζ̃).
+    pub w: DVector<f64>,
+    /// W J z: the velocity change of the contact impulses.
+    pub velocity_change: DVector<f64>,
+    /// Independent LCPs solved.
+    pub islands: usize,
+    /// The LCP solved (block-diagonal over the islands, each with the
+    /// regularization and right-hand side that solved it), when kept.
+    pub lcp: Option<Lcp>,
+}
+
+/// The solver of [`ContactProblem`]s and what it remembers between steps:
+/// the bases by contact identity and the regularization that the islands
+/// needed.
+#[derive(Debug, Clone, Default)]
+pub struct ContactSolver {
+    warm: WarmStart,
+    /// The impulses of the last solve in which each contact took part (row
+    /// 0: c_n, row i ≥ 1: βᵢ), the centre of the proximal shift.
+    impulses: HashMap<ContactId, Vec<f64>>,
+    /// The ladder level that solved each body's island last time, by the
+    /// body's first velocity index.
+    levels: HashMap<usize, usize>,
+    /// The level that solved the last dense LCP.
+    dense_level: usize,
+    /// Keep each solve's LCP (for `--dump-lcp`).
+    pub keep_lcp: bool,
+}
+
+impl ContactSolver {
+    /// Forgets the warm start and the regularization levels.
+    pub fn clear(&mut self) {
+        self.warm.clear();
+        self.impulses.clear();
+        self.levels.clear();
+        self.dense_level = 0;
+    }
+
+    /// Solves `problem`, posed in formulation `form` (a tag for the warm
+    /// start: a basis is reused only in the same formulation). Without a
+    /// previous basis, `frictionless_start` starts Lemke from the basis of the
+    /// frictionless problem (Lloyd §4: the contacts that push without
+    /// friction are the likely active set; friction variables enter from
+    /// there).
+    pub fn solve(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        form: u32,
+        frictionless_start: bool,
+        settings: &StepSettings,
+    ) -> ContactSolution {
+        match problem.map {
+            MassInverse::Diagonal(w) => {
+                self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
+            }
+            MassInverse::Dense(_) => self.solve_dense(problem, form, frictionless_start, settings),
+        }
+    }
+
+    /// The right-hand side of (29) for contacts `members` of `problem`, laid
+    /// out by `lcp`: Jᵀv* plus the scheme's terms.
+    fn rhs(
+        problem: &ContactProblem<'_>,
+        lcp: &ContactLcp<'_>,
+        members: &[usize],
+        normal_terms: &[f64],
+    ) -> DVector<f64> {
+        let mut q = lcp.transpose_times(problem.free);
+        let starts = friction_starts(problem.contacts);
+        let mut row = 0;
+        for (local, &j) in members.iter().enumerate() {
+            q[lcp.layout.normal(local)] += normal_terms[j];
+            let k = problem.contacts[j].jacobian.friction_count();
+            if !problem.friction_terms.is_empty() {
+                for i in 0..k {
+                    q[row + i] += problem.friction_terms[starts[j] + i];
+                }
+            }
+            row += k;
+        }
+        q
+    }
+
+    fn solve_islands(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        w: &[f64],
+        form: u32,
+        frictionless_start: bool,
+        settings: &StepSettings,
+    ) -> ContactSolution {
+        let contacts = problem.contacts;
+        let layout = Layout::of(contacts);
+        let starts = friction_starts(contacts);
+        let size = layout.size();
+        let mut solution = ContactSolution {
+            status: LcpStatus::Solved,
+            residual: 0.0,
+            pivots: 0,
+            layout,
+            z: DVector::zeros(size),
+            w: DVector::zeros(size),
+            velocity_change: DVector::zeros(problem.dof),
+            islands: 0,
+            lcp: self.keep_lcp.then(|| Lcp {
+                m: DMatrix::zeros(size, size),
+                q: DVector::zeros(size),
+            }),
+        };
+        let mut recorded = Vec::new();
+        let mut levels = HashMap::new();
+        let mut impulses = HashMap::new();
+        for members in islands(contacts) {
+            let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
+            let mu: Vec<f64> = members.iter().map(|&j| problem.mu[j]).collect();
+            let mut lcp = ContactLcp::new(jacobians, w, &mu);
+            let local = lcp.layout;
+            let q = Self::rhs(problem, &lcp, &members, problem.normal_terms);
+            let relaxed = problem
+                .relaxed_normal_terms
+                .map(|terms| Self::rhs(problem, &lcp, &members, terms));
+            let ids: Vec<ContactId> = members.iter().map(|&j| contacts[j].id).collect();
+            let friction: Vec<usize> = members
+                .iter()
+                .map(|&j| contacts[j].jacobian.friction_count())
+                .collect();
+            let warm_start = self.warm.basis(form, &ids, &friction, local);
+            // Should the mapped basis end on a ray, its normal impulses alone.
+            let normals = local.friction..local.friction + local.contacts;
+            let warm_fallback = warm_start
+                .as_ref()
+                .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+            lcp.equilibrate();
+            let scale: Vec<f64> = lcp
+                .scale()
+                .map_or_else(|| vec![1.0; local.size()], <[f64]>::to_vec);
+            let scaled = |v: &DVector<f64>| DVector::from_fn(v.len(), |i, _| v[i] * scale[i]);
+            let warm_start = warm_start.or_else(|| {
+                frictionless_start
+                    .then(|| frictionless_basis(&lcp, &scaled(&q), local, true))
+                    .flatten()
+            });
+            let options = LemkeOptions {
+                warm_start,
+                warm_fallback,
+                ..LemkeOptions::default()
+            };
+            let blocks: Vec<usize> = members
+                .iter()
+                .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start))
+                .collect();
+            let first = blocks
+                .iter()
+                .filter_map(|b| self.levels.get(b))
+                .copied()
+                .max()
+                .unwrap_or(0);
+            // The proximal centre: the impulses these contacts had in the
+            // last solve, laid out as this island's LCP.
+            let mut centre = DVector::zeros(local.size());
+            for (local_j, &j) in members.iter().enumerate() {
+                let c = contacts[j];
+                if let Some(previous) = self.impulses.get(&c.id)
+                    && previous.len() == c.jacobian.friction_count() + 1
+                {
+                    for (r, &value) in previous.iter().enumerate() {
+                        centre[lcp.index(local_j, r)] = value;
+                    }
+                }
+            }
+            let cold = LemkeOptions::default();
+            let mut pivots = 0;
+            let mut outcome = None;
+            let rungs = settings.compliance.len();
+            for (level, relax, warm) in ladder(local.size(), rungs, settings, first) {
+                let options = if warm { &options } else { &cold };
+                let epsilon = if level == 0 {
+                    0.0
+                } else {
+                    settings.compliance[level - 1]
+                };
+                lcp.set_regularization(epsilon);
+                let base = if relax {
+                    relaxed.as_ref().unwrap_or(&q)
+                } else {
+                    &q
+                };
+                // The proximal shift: LCP(M + εΔ, q − εΔ z⁰) with z⁰ the last
+                // impulses. Its solution solves the scheme's own LCP(M, q)
+                // up to εΔ(z − z⁰): the compliance's static deflection
+                // vanishes as the solves of a step (its fixed-point
+                // iterations) and of a resting pile repeat the same impulses,
+                // instead of letting every loaded contact sink by h ε Δ c_n.
+                let rhs = if epsilon > 0.0 {
+                    let mut shifted = base.clone();
+                    for (i, (s, d)) in shifted.iter_mut().zip(lcp.diagonal()).enumerate() {
+                        *s -= epsilon * d * centre[i];
+                    }
+                    std::borrow::Cow::Owned(shifted)
+                } else {
+                    std::borrow::Cow::Borrowed(base)
+                };
+                let mut candidate = solve_structured_or_fail(&lcp, &scaled(&rhs), options);
+                // Back from the equilibrated LCP: z = S z', w = S⁻¹ w'.
+                for (i, &si) in scale.iter().enumerate() {
+                    candidate.z[i] *= si;
+                    candidate.w[i] /= si;
+                }
+                pivots += candidate.pivots;
+                let solved = candidate.status == LcpStatus::Solved;
+                outcome = Some((candidate, level, rhs.into_owned()));
+                if solved {
+                    break;
+                }
+            }
+            let Some((island, level, rhs)) = outcome else {
+                unreachable!("the ladder has at least level 0")
+            };
+            solution.islands += 1;
+            solution.pivots += pivots;
+            solution.residual = solution.residual.max(island.residual);
+            for &b in &blocks {
+                levels.insert(b, level);
+            }
+            if let Some(dump) = solution.lcp.as_mut() {
+                let dense = lcp.to_dense();
+                let global = |i: usize| global_index(i, &members, &starts, local, layout);
+                // The LCP solved, without the equilibration.
+                for i in 0..local.size() {
+                    dump.q[global(i)] = rhs[i];
+                    for k in 0..local.size() {
+                        dump.m[(global(i), global(k))] = dense[(i, k)] / (scale[i] * scale[k]);
+                    }
+                }
+            }
+            if island.status != LcpStatus::Solved {
+                solution.status = island.status;
+                break;
+            }
+            for i in 0..local.size() {
+                let g = global_index(i, &members, &starts, local, layout);
+                solution.z[g] = island.z[i];
+                solution.w[g] = island.w[i];
+            }
+            lcp.add_velocity_change(&island.z, &mut solution.velocity_change);
+            for (local_j, &j) in members.iter().enumerate() {
+                let rows = contacts[j].jacobian.friction_count() + 1;
+                impulses.insert(
+                    contacts[j].id,
+                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]).collect(),
+                );
+            }
+            recorded.push((ids, friction, local, island.basis));
+        }
+        if solution.status == LcpStatus::Solved {
+            self.impulses = impulses;
+            self.levels = levels;
+            self.warm.begin(form);
+            for (ids, friction, local, basis) in recorded {
+                self.warm.add(&ids, &friction, local, &basis);
+            }
+        }
+        solution
+    }
+
+    fn solve_dense(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        form: u32,
+        frictionless_start: bool,
+        settings: &StepSettings,
+    ) -> ContactSolution {
+        let contacts = problem.contacts;
+        let impulses = Impulses::new(contacts, problem.map, problem.dof);
+        let layout = impulses.layout;
+        let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
+        let nb = layout.friction;
+        for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
+            lcp.q[i] += term;
+        }
+        let relaxed = problem.relaxed_normal_terms.map(|terms| {
+            let mut relaxed = lcp.clone();
+            for (j, (term, own)) in terms.iter().zip(problem.normal_terms).enumerate() {
+                relaxed.q[layout.normal(j)] += term - own;
+            }
+            relaxed
+        });
+        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
+        let friction: Vec<usize> = contacts
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let warm_start = self.warm.basis(form, &ids, &friction, layout);
+        let normals = layout.friction..layout.friction + layout.contacts;
+        let warm_fallback = warm_start
+            .as_ref()
+            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+        let warm_start = warm_start.or_else(|| {
+            frictionless_start
+                .then(|| frictionless_basis(&lcp.m, &lcp.q, layout, false))
+                .flatten()
+        });
+        let options = LemkeOptions {
+            warm_start,
+            warm_fallback,
+            ..LemkeOptions::default()
+        };
+        let regularized = solve_regularized(
+            &lcp,
+            relaxed.as_ref(),
+            layout.friction + layout.contacts,
+            &options,
+            settings,
+            self.dense_level,
+        );
+        self.dense_level = regularized.level;
+        let island = regularized.solution;
+        if island.status == LcpStatus::Solved {
+            self.warm
+                .record(form, &ids, &friction, layout, &island.basis);
+        }
+        let velocity_change = impulses.velocity_change(&island.z);
+        ContactSolution {
+            status: island.status,
+            residual: island.residual,
+            pivots: island.pivots,
+            layout,
+            z: island.z,
+            w: island.w,
+            velocity_change,
+            islands: 1,
+            lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
+        }
+    }
+}
+
+/// The first friction row of each contact in (29).
+fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(contacts.len());
+    let mut row = 0;
+    for c in contacts {
+        starts.push(row);
+        row += c.jacobian.friction_count();
+    }
+    starts
+}
+
+/// The index in the whole problem's layout of index `i` of an island's LCP.
+fn global_index(
+    i: usize,
+    members: &[usize],
+    starts: &[usize],
+    local: Layout,
+    global: Layout,
+) -> usize {
+    if i < local.friction {
+        // The island's friction rows are its contacts' in order.
+        let mut row = i;
+        for &j in members {
+            let k = starts.get(j + 1).copied().unwrap_or(global.friction) - starts[j];
+            if row < k {
+                return starts[j] + row;
+            }
+            row -= k;
+        }
+        unreachable!("a friction row belongs to one of the island's contacts")
+    } else if i < local.friction + local.contacts {
+        global.normal(members[i - local.friction])
+    } else {
+        global.lambda(members[i - local.friction - local.contacts])
+    }
+}
+
+/// The contacts grouped into islands: the connected components of the graph
+/// whose vertices are the bodies' velocity blocks and whose edges are the
+/// contacts (a contact with a static surface touches one block). Islands
+/// come in the order of their first contact, contacts in their order.
+pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
+    let mut index: HashMap<usize, usize> = HashMap::new();
+    let mut parent: Vec<usize> = Vec::new();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut first_block = Vec::with_capacity(contacts.len());
+    for c in contacts {
+        let mut roots = Vec::with_capacity(2);
+        for b in c.jacobian.blocks() {
+            let id = *index.entry(b.start).or_insert_with(|| {
+                parent.push(parent.len());
+                parent.len() - 1
+            });
+            roots.push(id);
+        }
+        if let [a, b] = roots[..] {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+        first_block.push(roots[0]);
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    for (j, &block) in first_block.iter().enumerate() {
+        let root = find(&mut parent, block);
+        let g = *group_of.entry(root).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(j);
+    }
+    groups
+}
+
+/// The basis of the frictionless LCP (ñᵀWñ c̃_n + q_n ≥ 0 ⊥ c̃_n ≥ 0, the c̃_n
+/// block of (29) with β̃ = 0) as indices of (29): the normals that push.
+/// `None` when it is not solved or no normal pushes.
+fn frictionless_basis<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    layout: Layout,
+    structured: bool,
+) -> Option<Vec<usize>> {
+    let (start, p) = (layout.friction, layout.contacts);
+    if p == 0 {
+        return None;
+    }
+    let indices: Vec<usize> = (start..start + p).collect();
+    let q_n = q.rows(start, p).into_owned();
+    let options = LemkeOptions::default();
+    let solution = if structured {
+        lcp::solve_structured(&Principal::new(m, indices), &q_n, &options)
+    } else {
+        let dense = DMatrix::from_fn(p, p, |i, j| m.entry(start + i, start + j));
+        lcp::solve(&Lcp { m: dense, q: q_n }, &options)
+    }
+    .ok()?;
+    (solution.status == LcpStatus::Solved && !solution.basis.is_empty())
+        .then(|| solution.basis.iter().map(|&i| start + i).collect())
 }

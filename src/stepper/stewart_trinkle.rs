@@ -18,13 +18,12 @@
 //!   whatever `ncp_iterations` says, up to `GAP_ITERATIONS` are taken while the
 //!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
 
-use super::assembly::{Impulses, Layout};
+use super::assembly::Layout;
 use super::report;
 use super::settings::StepSettings;
-use super::solve::solve_regularized;
-use super::warm::WarmStart;
+use super::solve::{ContactProblem, ContactSolver};
 use super::{ContactReport, StepReport, StepTimings};
-use crate::lcp::{Lcp, LcpStatus, LemkeOptions};
+use crate::lcp::{Lcp, LcpStatus};
 use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
@@ -60,34 +59,13 @@ fn stand_ins(
     nearest.values().map(|&(i, _)| i).collect()
 }
 
-/// The basis of the frictionless LCP (ñᵀM⁻¹ñ c̃_n + ñᵀv* + γ̃/h ≥ 0 ⊥ c̃_n ≥ 0,
-/// the c̃_n block of (29) with β̃ = 0) as indices of (29): the normals that
-/// push. `None` when it is not solved or no normal pushes.
-fn frictionless_basis(problem: &Lcp, layout: Layout) -> Option<Vec<usize>> {
-    let (start, p) = (layout.friction, layout.contacts);
-    if p == 0 {
-        return None;
-    }
-    let normal = Lcp {
-        m: problem.m.view((start, start), (p, p)).into_owned(),
-        q: problem.q.rows(start, p).into_owned(),
-    };
-    let solution = crate::lcp::solve(&normal, &LemkeOptions::default()).ok()?;
-    (solution.status == LcpStatus::Solved && !solution.basis.is_empty())
-        .then(|| solution.basis.iter().map(|&i| start + i).collect())
-}
-
 /// The stepper and what it remembers between steps: the active set and the last
 /// LCP basis (a warm start when the same contacts are active again).
 #[derive(Debug, Clone, Default)]
 pub struct StewartTrinkle {
     active: BTreeSet<ContactId>,
-    warm: WarmStart,
-    /// The regularization level that solved the last LCP, where the next
-    /// step's ladder starts ([`solve_regularized`]).
-    level: usize,
-    /// Keep each step's final LCP in the report (for `--dump-lcp`).
-    pub record_lcp: bool,
+    /// The LCP solver with its warm start by contact identity.
+    pub solver: ContactSolver,
     /// Tolerances and iteration limits.
     pub settings: StepSettings,
 }
@@ -96,8 +74,7 @@ impl StewartTrinkle {
     /// Forgets the active set and warm start (after a reset or a scene change).
     pub fn clear(&mut self) {
         self.active.clear();
-        self.warm.clear();
-        self.level = 0;
+        self.solver.clear();
     }
 
     /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
@@ -113,13 +90,17 @@ impl StewartTrinkle {
         let margin = self.settings.contact_margin(model, &state.v, h);
 
         let clock = Instant::now();
-        let start_gaps = StartGaps::new(model.contacts(&state.q, params.edges, margin));
+        let start_contacts = model.contacts(&state.q, params.edges, margin);
+        let start_gaps = StartGaps::new(&start_contacts);
         timings.geometry += clock.elapsed();
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
         let mut pivots = 0;
         let mut solves = 0;
         let mut result = None;
+        let mut best: Option<Iterate> = None;
+        let mut previous_deepest = f64::NEG_INFINITY;
+        let mut anderson = Anderson::default();
         let asked = params.ncp_iterations.max(1);
         // The contacts every iteration must keep: the previous step's active set,
         // then every contact an earlier iteration had to include. Without the
@@ -130,11 +111,24 @@ impl StewartTrinkle {
             let clock = Instant::now();
             let found = model.contacts(&q_hat, params.edges, margin);
             // f(q̂): which contacts the prediction violates.
-            let predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
-            let candidates: Vec<Contact> = found
+            let mut predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
+            let at_prediction: BTreeSet<ContactId> = found.iter().map(|c| c.id).collect();
+            let mut candidates: Vec<Contact> = found
                 .into_iter()
                 .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
                 .collect();
+            // The contacts of qˡ that q̂ no longer shows, linearized at qˡ
+            // (f(qˡ) + h nᵀvˡ⁺¹ ≥ 0, γ = f(qˡ)/h ≥ 0 as the energy bound
+            // needs). Two boxes that approach corner to face can report, at
+            // q̂, only an edge–edge contact (the separating axis switched as
+            // they overlapped); without the corner the LCP lets them sink
+            // millimetres into each other.
+            for c in &start_contacts {
+                if !at_prediction.contains(&c.id) {
+                    predicted.push(c.gap + h * c.jacobian.normal_dot(&v_hat));
+                    candidates.push(c.clone());
+                }
+            }
             timings.geometry += clock.elapsed();
             let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
             // The rounds below add only known contacts to `required`, so the
@@ -184,17 +178,38 @@ impl StewartTrinkle {
                     break;
                 }
             }
-            if let Some((_, v_new, q_new, _, deepest)) = &result {
-                if iteration + 1 >= asked
-                    && *deepest >= -self.settings.gap_tolerance * model.length_scale()
-                {
-                    break;
-                }
-                q_hat = q_new.clone();
-                v_hat = v_new.clone();
+            let Some(latest) = result.take() else {
+                continue;
+            };
+            let deepest = latest.4;
+            let converged = deepest >= -self.settings.gap_tolerance * model.length_scale();
+            // The next point of linearization. The iteration v̂ ↦ vˡ⁺¹(v̂)
+            // converges linearly (ratio 0.6 on a pile's box corners), so it is
+            // extrapolated by Anderson acceleration over the last iterates;
+            // when the end gap got worse than the iteration before (the
+            // secants of a strongly curved gap, such as two nearly parallel
+            // box edges, alternate between two states), the midpoint of v̂ and
+            // vˡ⁺¹ is taken instead and the history dropped.
+            let next = if deepest < previous_deepest {
+                anderson.clear();
+                (&v_hat + &latest.1) * 0.5
+            } else {
+                anderson.next(&v_hat, &latest.1)
+            };
+            previous_deepest = deepest;
+            // Every iterate keeps the energy bound (γ = f(qˡ)/h ≥ 0 with the
+            // impulse along its own secant), so the least penetrating one is
+            // kept.
+            if best.as_ref().is_none_or(|b: &Iterate| deepest > b.4) || converged {
+                best = Some(latest);
             }
+            if iteration + 1 >= asked && converged {
+                break;
+            }
+            q_hat = model.integrate(&state.q, &next, h);
+            v_hat = next;
         }
-        let Some((solved, v_new, q_new, selected, _)) = result else {
+        let Some((solved, v_new, q_new, selected, _)) = best else {
             unreachable!("the settings allow at least one round and one iteration");
         };
 
@@ -271,70 +286,37 @@ impl StewartTrinkle {
     ) -> Solved {
         let h = params.dt;
         let clock = Instant::now();
-        let impulses = Impulses::new(selected, model.mass_inverse_form(), model.dof());
         // `secant_contact` left each contact's gap at the start of the step.
         let gap_terms: Vec<f64> = selected.iter().map(|c| c.gap / h).collect();
-        let mu = vec![params.mu; selected.len()];
-        let problem = impulses.lcp(free, &gap_terms, &mu);
-        timings.lcp_build += clock.elapsed();
-
-        let ids: Vec<ContactId> = selected.iter().map(|c| c.id).collect();
-        let friction: Vec<usize> = selected
-            .iter()
-            .map(|c| c.jacobian.friction_count())
-            .collect();
-        let warm_start = self.warm.basis(29, &ids, &friction, impulses.layout);
-        let clock = Instant::now();
-        // Should the mapped basis end on a ray, its normal impulses alone.
-        let layout = impulses.layout;
-        let normals = layout.friction..layout.friction + layout.contacts;
-        let warm_fallback = warm_start
-            .as_ref()
-            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
-        // Without a previous basis, start from the frictionless problem's:
-        // the contacts that push in it are the likely active set of (29), and
-        // friction variables enter from there.
-        let warm_start = warm_start.or_else(|| frictionless_basis(&problem, layout));
-        let options = LemkeOptions {
-            warm_start,
-            warm_fallback,
-            ..LemkeOptions::default()
-        };
         // Dependent normals can also make the gaps of contacts that start
         // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
         // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
         // asks those contacts only not to close further.
         let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
-        let relaxed = impulses.lcp(free, &clamped, &mu);
-        let blocks = layout.friction + layout.contacts;
-        let regularized = solve_regularized(
-            &problem,
-            Some(&relaxed),
-            blocks,
-            &options,
-            &self.settings,
-            self.level,
-        );
-        self.level = regularized.level;
-        let (solution, fallback) = (regularized.solution, regularized.fallback);
-        let problem = fallback.unwrap_or(problem);
+        let mu = vec![params.mu; selected.len()];
+        let problem = ContactProblem {
+            contacts: selected,
+            map: model.mass_inverse_form(),
+            dof: model.dof(),
+            free,
+            normal_terms: &gap_terms,
+            friction_terms: &[],
+            relaxed_normal_terms: Some(&clamped),
+            mu: &mu,
+        };
+        let solution = self.solver.solve(&problem, 29, true, &self.settings);
         timings.lemke += clock.elapsed();
-        if solution.status == LcpStatus::Solved {
-            self.warm
-                .record(29, &ids, &friction, impulses.layout, &solution.basis);
-        }
-        let velocity_change = impulses.velocity_change(&solution.z);
         let velocity_scale = free.amax().max(1e-3);
         Solved {
             status: solution.status,
             residual: solution.residual,
             pivots: solution.pivots,
-            velocity_change,
-            layout: impulses.layout,
+            velocity_change: solution.velocity_change,
+            layout: solution.layout,
             z: solution.z,
             w: solution.w,
             velocity_scale,
-            lcp: self.record_lcp.then_some(problem),
+            lcp: solution.lcp,
         }
     }
 
@@ -350,7 +332,7 @@ impl StewartTrinkle {
         timings: StepTimings,
         start: Instant,
     ) -> StepReport {
-        self.warm.clear();
+        self.solver.clear();
         let failed = report::Failure {
             status: solved.status,
             residual: solved.residual,
@@ -434,7 +416,7 @@ struct StartGaps {
 type PointGaps = Vec<(Vector3<f64>, f64)>;
 
 impl StartGaps {
-    fn new(contacts: Vec<Contact>) -> Self {
+    fn new(contacts: &[Contact]) -> Self {
         let mut by_id = HashMap::new();
         let mut by_pair: HashMap<(usize, Other), PointGaps> = HashMap::new();
         for c in contacts {
@@ -463,6 +445,10 @@ impl StartGaps {
     }
 }
 
+/// One fixed-point iterate: the solve, vˡ⁺¹, qˡ⁺¹, the contacts of the
+/// LCP and the deepest end gap.
+type Iterate = (Solved, DVector<f64>, DVector<f64>, Vec<Contact>, f64);
+
 /// What one LCP solve gave.
 struct Solved {
     status: LcpStatus,
@@ -474,4 +460,61 @@ struct Solved {
     w: DVector<f64>,
     velocity_scale: f64,
     lcp: Option<Lcp>,
+}
+
+/// Anderson acceleration of a fixed-point iteration x ↦ g(x) (Walker & Ni,
+/// SIAM J. Numer. Anal. 49, 2011) with a memory of two: the next x is the
+/// combination of the last g's whose residuals g − x combine to the
+/// smallest one. For a linearly converging iteration this removes the
+/// dominant error component in one step.
+#[derive(Default)]
+struct Anderson {
+    /// (x, g(x)) of the previous iterates, oldest first.
+    history: Vec<(DVector<f64>, DVector<f64>)>,
+}
+
+impl Anderson {
+    const MEMORY: usize = 2;
+
+    fn clear(&mut self) {
+        self.history.clear();
+    }
+
+    /// The next x after g(x) = `g` at `x`.
+    fn next(&mut self, x: &DVector<f64>, g: &DVector<f64>) -> DVector<f64> {
+        let f = g - x;
+        // Differences to the previous iterates: ΔF and ΔG columns.
+        let differences: Vec<(DVector<f64>, DVector<f64>)> = self
+            .history
+            .iter()
+            .map(|(xp, gp)| (&f - (gp - xp), g - gp))
+            .collect();
+        let m = differences.len();
+        let mut result = g.clone();
+        if m > 0 {
+            // Least squares min ‖f − ΔF γ‖ by the normal equations (m ≤ 2).
+            let gram =
+                nalgebra::DMatrix::from_fn(m, m, |i, j| differences[i].0.dot(&differences[j].0));
+            let rhs = nalgebra::DVector::from_fn(m, |i, _| differences[i].0.dot(&f));
+            let scale = gram.diagonal().amax();
+            if scale > 0.0 {
+                let mut regular = gram.clone();
+                for i in 0..m {
+                    regular[(i, i)] += 1e-12 * scale;
+                }
+                if let Some(gamma) = regular.lu().solve(&rhs)
+                    && gamma.iter().all(|x| x.is_finite())
+                {
+                    for (i, (_, dg)) in differences.iter().enumerate() {
+                        result -= dg * gamma[i];
+                    }
+                }
+            }
+        }
+        self.history.push((x.clone(), g.clone()));
+        if self.history.len() > Self::MEMORY {
+            self.history.remove(0);
+        }
+        result
+    }
 }

@@ -68,15 +68,27 @@ impl WarmStart {
         layout: Layout,
         basis: &[usize],
     ) {
+        self.begin(form);
+        self.add(ids, friction, layout, basis);
+    }
+
+    /// Forgets the last bases and starts recording those of formulation
+    /// `form` (one [`WarmStart::add`] per independent LCP of a step).
+    pub fn begin(&mut self, form: u32) {
+        self.form = form;
+        self.exact = None;
+        self.contacts.clear();
+    }
+
+    /// Adds the basis of one solved LCP of the formulation given to
+    /// [`WarmStart::begin`].
+    pub fn add(&mut self, ids: &[ContactId], friction: &[usize], layout: Layout, basis: &[usize]) {
         let mut basic = vec![false; layout.size()];
         for &i in basis {
             if let Some(b) = basic.get_mut(i) {
                 *b = true;
             }
         }
-        self.form = form;
-        self.exact = None;
-        self.contacts.clear();
         let mut column = 0;
         for (j, (&id, &k)) in ids.iter().zip(friction).enumerate() {
             self.contacts.insert(

@@ -1,0 +1,410 @@
+//! The matrix of the LCP (29) for contacts between rigid bodies, as an
+//! operator ([`LcpMatrix`]) that Lemke's method reads without M being formed.
+//!
+//! ```text
+//!     ⎡ D̃ᵀWD̃ + εΔ   D̃ᵀWñ        Ẽ ⎤     W = M⁻¹ per body block,
+//! M = ⎢ ñᵀWD̃        ñᵀWñ + εΔ   0 ⎥     Δ = diag(JᵀWJ)
+//!     ⎣ −Ẽᵀ          μ̃           0 ⎦
+//! ```
+//!
+//! An entry of JᵀWJ is a sum over the body blocks two contacts share (zero
+//! when they share none); a column is W times one Jacobian row, then the rows
+//! of the contacts that touch its bodies; a product M x is the impulse J x on
+//! the blocks it touches, W per block, then Jᵀ on the contacts touching
+//! those blocks. Each costs the nonzeros it involves, independent of the
+//! number of bodies and of contacts elsewhere. ε is the relative compliance
+//! of the regularization ladder ([`super::solve`]): ε times each row's own
+//! diagonal entry, zero for the scheme's own LCP.
+
+use super::assembly::Layout;
+use crate::lcp::LcpMatrix;
+use crate::model::ContactJacobian;
+use nalgebra::{DMatrix, DVector};
+
+/// A body's velocity block as the operator sees it.
+struct LocalBlock {
+    /// First generalized velocity (global index).
+    start: usize,
+    /// Number of velocities.
+    len: usize,
+    /// The contacts touching it: (contact, offset of this block in its rows).
+    contacts: Vec<(usize, usize)>,
+}
+
+/// The (29) matrix of a set of contacts with a block-diagonal W.
+pub struct ContactLcp<'a> {
+    /// The block layout (contacts in the order given).
+    pub layout: Layout,
+    jacobians: Vec<&'a ContactJacobian>,
+    /// Per contact: its blocks as (local block, offset in its rows).
+    contact_blocks: Vec<Vec<(usize, usize)>>,
+    /// Column of the first friction direction of each contact.
+    first_beta: Vec<usize>,
+    /// Per LCP index: (contact, row) with row 0 = n, i ≥ 1 = dᵢ, and
+    /// `LAMBDA` for λ.
+    owner: Vec<(usize, usize)>,
+    blocks: Vec<LocalBlock>,
+    /// W per generalized velocity (global indexing).
+    w: &'a [f64],
+    /// μ per contact.
+    mu: &'a [f64],
+    /// Relative compliance ε: ε·Δᵢᵢ is added to each diagonal entry of JᵀWJ.
+    regularization: f64,
+    /// The diagonal Δ of JᵀWJ (zero on the λ rows).
+    diagonal: Vec<f64>,
+    /// Largest diagonal entry of JᵀWJ.
+    largest_diagonal: f64,
+    /// The equilibration S ([`Self::equilibrate`]).
+    scale: Option<Vec<f64>>,
+    /// max |(SMS)ᵢⱼ| off the regularized diagonal.
+    scaled_magnitude: f64,
+}
+
+/// The row marker of λ in [`ContactLcp::owner`].
+const LAMBDA: usize = usize::MAX;
+
+impl<'a> ContactLcp<'a> {
+    /// The operator for `jacobians` (in this order) with W = diag(`w`) and
+    /// friction coefficients `mu`.
+    pub fn new(jacobians: Vec<&'a ContactJacobian>, w: &'a [f64], mu: &'a [f64]) -> Self {
+        let p = jacobians.len();
+        let friction: usize = jacobians.iter().map(|c| c.friction_count()).sum();
+        let layout = Layout {
+            contacts: p,
+            friction,
+        };
+        let mut first_beta = Vec::with_capacity(p);
+        let mut owner = vec![(0, 0); layout.size()];
+        let mut column = 0;
+        for (j, c) in jacobians.iter().enumerate() {
+            first_beta.push(column);
+            for i in 0..c.friction_count() {
+                owner[column + i] = (j, i + 1);
+            }
+            column += c.friction_count();
+            owner[layout.normal(j)] = (j, 0);
+            owner[layout.lambda(j)] = (j, LAMBDA);
+        }
+        let mut blocks: Vec<LocalBlock> = Vec::new();
+        let mut index: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+        let mut contact_blocks = Vec::with_capacity(p);
+        for (j, c) in jacobians.iter().enumerate() {
+            let mut mine = Vec::with_capacity(2);
+            let mut offset = 0;
+            for b in c.blocks() {
+                let local = *index.entry(b.start).or_insert_with(|| {
+                    blocks.push(LocalBlock {
+                        start: b.start,
+                        len: b.len,
+                        contacts: Vec::new(),
+                    });
+                    blocks.len() - 1
+                });
+                blocks[local].contacts.push((j, offset));
+                mine.push((local, offset));
+                offset += b.len;
+            }
+            contact_blocks.push(mine);
+        }
+        let mut lcp = Self {
+            layout,
+            jacobians,
+            contact_blocks,
+            first_beta,
+            owner,
+            blocks,
+            w,
+            mu,
+            regularization: 0.0,
+            diagonal: Vec::new(),
+            largest_diagonal: 0.0,
+            scale: None,
+            scaled_magnitude: 1.0,
+        };
+        let mut diagonal: Vec<f64> = (0..friction + p).map(|i| lcp.delassus(i, i)).collect();
+        lcp.largest_diagonal = diagonal.iter().copied().fold(0.0, f64::max);
+        diagonal.resize(lcp.layout.size(), 0.0);
+        lcp.diagonal = diagonal;
+        lcp
+    }
+
+    /// Largest diagonal entry of JᵀWJ.
+    pub fn largest_diagonal(&self) -> f64 {
+        self.largest_diagonal
+    }
+
+    /// Sets the relative compliance ε: ε·Δᵢᵢ is added to each diagonal entry
+    /// of JᵀWJ.
+    pub fn set_regularization(&mut self, epsilon: f64) {
+        self.regularization = epsilon;
+    }
+
+    /// The diagonal Δ of JᵀWJ, laid out as the LCP (zero on the λ rows).
+    pub fn diagonal(&self) -> &[f64] {
+        &self.diagonal
+    }
+
+    /// The LCP index of row r (0: n, i ≥ 1: dᵢ) of contact j.
+    pub fn index(&self, j: usize, r: usize) -> usize {
+        self.column(j, r)
+    }
+
+    fn column(&self, j: usize, r: usize) -> usize {
+        if r == 0 {
+            self.layout.normal(j)
+        } else {
+            self.first_beta[j] + r - 1
+        }
+    }
+
+    /// Row r of contact a, W, row s of contact b: Σ over shared blocks.
+    fn coupling(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
+        let (ja, jb) = (self.jacobians[a], self.jacobians[b]);
+        let (ra, rb) = (ja.row(r), jb.row(s));
+        let mut sum = 0.0;
+        for &(la, oa) in &self.contact_blocks[a] {
+            for &(lb, ob) in &self.contact_blocks[b] {
+                if la == lb {
+                    let block = &self.blocks[la];
+                    let w = &self.w[block.start..block.start + block.len];
+                    for i in 0..block.len {
+                        sum += ra[oa + i] * w[i] * rb[ob + i];
+                    }
+                }
+            }
+        }
+        sum
+    }
+
+    /// The (JᵀWJ)ᵢⱼ entry for two Delassus indices.
+    fn delassus(&self, i: usize, j: usize) -> f64 {
+        let (a, r) = self.owner[i];
+        let (b, s) = self.owner[j];
+        self.coupling(a, r, b, s)
+    }
+
+    /// The matrix (scaled, when equilibrated) as a dense LCP matrix (for
+    /// dumps and tests).
+    pub fn to_dense(&self) -> DMatrix<f64> {
+        let n = self.layout.size();
+        let mut m = DMatrix::zeros(n, n);
+        let mut column = vec![0.0; n];
+        for j in 0..n {
+            column.iter_mut().for_each(|x| *x = 0.0);
+            self.add_column(j, 1.0, &mut column);
+            m.set_column(j, &DVector::from_column_slice(&column));
+        }
+        m
+    }
+
+    /// Jᵀx for a generalized vector x (global indexing): the (β̃, c̃_n) part
+    /// of an LCP vector, zero on λ̃.
+    pub fn transpose_times(&self, x: &DVector<f64>) -> DVector<f64> {
+        let mut out = DVector::zeros(self.layout.size());
+        for (j, c) in self.jacobians.iter().enumerate() {
+            for r in 0..=c.friction_count() {
+                out[self.column(j, r)] = c.dot(r, x);
+            }
+        }
+        out
+    }
+
+    /// Adds W J z (the velocity change of the impulses z) to `out` (global
+    /// indexing).
+    pub fn add_velocity_change(&self, z: &DVector<f64>, out: &mut DVector<f64>) {
+        for (j, c) in self.jacobians.iter().enumerate() {
+            for r in 0..=c.friction_count() {
+                let value = z[self.column(j, r)];
+                if value != 0.0 {
+                    let row = c.row(r);
+                    let mut offset = 0;
+                    for b in c.blocks() {
+                        for (i, x) in row[offset..offset + b.len].iter().enumerate() {
+                            out[b.start + i] += self.w[b.start + i] * value * x;
+                        }
+                        offset += b.len;
+                    }
+                }
+            }
+        }
+    }
+
+    /// out += α·(structural part of column j): Ẽ, −Ẽᵀ and μ̃.
+    fn add_structure(&self, j: usize, alpha: f64, out: &mut [f64]) {
+        let (b, s) = self.owner[j];
+        if s == LAMBDA {
+            // Ẽ: +1 on each friction row of contact b.
+            let start = self.first_beta[b];
+            for o in &mut out[start..start + self.jacobians[b].friction_count()] {
+                *o += alpha;
+            }
+        } else if s == 0 {
+            out[self.layout.lambda(b)] += alpha * self.mu[b];
+        } else {
+            out[self.layout.lambda(b)] -= alpha;
+        }
+    }
+
+    /// For the impulse u (per local block, W applied) adds α·Jᵀu on every
+    /// contact touching the blocks in `touched`.
+    fn add_transpose(&self, u: &[Vec<f64>], touched: &[usize], out: &mut [f64]) {
+        for &l in touched {
+            let block = &self.blocks[l];
+            let ul = &u[l];
+            for &(a, offset) in &block.contacts {
+                let c = self.jacobians[a];
+                for r in 0..=c.friction_count() {
+                    let row = &c.row(r)[offset..offset + block.len];
+                    let dot: f64 = row.iter().zip(ul).map(|(x, y)| x * y).sum();
+                    out[self.column(a, r)] += dot;
+                }
+            }
+        }
+    }
+}
+
+impl ContactLcp<'_> {
+    /// Scales the LCP to S M S with S = Δ^{-1/2} on the (β̃, c̃_n) rows and
+    /// Δ_nn^{1/2} of the contact on its λ row (Anitescu–Potra's equilibration),
+    /// so that every diagonal entry of JᵀWJ is 1 and μ̃ keeps its value. Bodies
+    /// of very different masses (1 kg beside 10⁸ kg) give rows of JᵀWJ that
+    /// differ by the mass ratio; Lemke's relative tolerances need them
+    /// equilibrated. The solution of LCP(SMS, Sq) is S⁻¹z; [`Self::scale`]
+    /// gives S.
+    pub fn equilibrate(&mut self) {
+        let floor = 1e-300_f64.max(1e-14 * self.largest_diagonal);
+        let mut scale = vec![1.0; self.layout.size()];
+        for (i, s) in scale
+            .iter_mut()
+            .enumerate()
+            .take(self.layout.friction + self.layout.contacts)
+        {
+            *s = 1.0 / self.diagonal[i].max(floor).sqrt();
+        }
+        for j in 0..self.layout.contacts {
+            scale[self.layout.lambda(j)] = self.diagonal[self.layout.normal(j)].max(floor).sqrt();
+        }
+        let mut magnitude = 1.0_f64;
+        for j in 0..self.layout.contacts {
+            let lambda = scale[self.layout.lambda(j)];
+            magnitude = magnitude.max(self.mu[j].abs());
+            let k = self.jacobians[j].friction_count();
+            for i in 0..k {
+                magnitude = magnitude.max(lambda * scale[self.first_beta[j] + i]);
+            }
+        }
+        self.scaled_magnitude = magnitude;
+        self.scale = Some(scale);
+    }
+
+    /// S of [`Self::equilibrate`] (`None`: unscaled).
+    pub fn scale(&self) -> Option<&[f64]> {
+        self.scale.as_deref()
+    }
+
+    fn entry_unscaled(&self, i: usize, j: usize) -> f64 {
+        let (a, r) = self.owner[i];
+        let (b, s) = self.owner[j];
+        match (r == LAMBDA, s == LAMBDA) {
+            (false, false) => {
+                let value = self.coupling(a, r, b, s);
+                if i == j {
+                    value + self.regularization * self.diagonal[i]
+                } else {
+                    value
+                }
+            }
+            // Ẽ: friction rows of the same contact.
+            (false, true) => f64::from(u8::from(a == b && r > 0)),
+            (true, false) if a == b => {
+                if s == 0 {
+                    self.mu[a]
+                } else {
+                    -1.0
+                }
+            }
+            _ => 0.0,
+        }
+    }
+
+    fn add_product_unscaled(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        // The impulse J x on the blocks it touches.
+        let mut impulse: Vec<Vec<f64>> = Vec::new();
+        let mut touched: Vec<usize> = Vec::new();
+        let mut slot = vec![usize::MAX; self.blocks.len()];
+        for &(j, value) in x {
+            if value == 0.0 {
+                continue;
+            }
+            self.add_structure(j, value, out);
+            let (b, s) = self.owner[j];
+            if s == LAMBDA {
+                continue;
+            }
+            if self.regularization != 0.0 {
+                out[j] += self.regularization * self.diagonal[j] * value;
+            }
+            let row = self.jacobians[b].row(s);
+            for &(l, offset) in &self.contact_blocks[b] {
+                let len = self.blocks[l].len;
+                if slot[l] == usize::MAX {
+                    slot[l] = impulse.len();
+                    impulse.push(vec![0.0; len]);
+                    touched.push(l);
+                }
+                for (p, v) in impulse[slot[l]].iter_mut().zip(&row[offset..offset + len]) {
+                    *p += value * v;
+                }
+            }
+        }
+        // W per block, then Jᵀ on the contacts touching those blocks.
+        let mut u: Vec<Vec<f64>> = vec![Vec::new(); self.blocks.len()];
+        for &l in &touched {
+            let block = &self.blocks[l];
+            let w = &self.w[block.start..block.start + block.len];
+            u[l] = impulse[slot[l]].iter().zip(w).map(|(p, w)| p * w).collect();
+        }
+        self.add_transpose(&u, &touched, out);
+    }
+}
+
+impl LcpMatrix for ContactLcp<'_> {
+    fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    fn entry(&self, i: usize, j: usize) -> f64 {
+        match &self.scale {
+            None => self.entry_unscaled(i, j),
+            Some(s) => s[i] * self.entry_unscaled(i, j) * s[j],
+        }
+    }
+
+    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
+        self.add_product(&[(j, alpha)], out);
+    }
+
+    fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        match &self.scale {
+            None => self.add_product_unscaled(x, out),
+            Some(s) => {
+                let scaled: Vec<(usize, f64)> = x.iter().map(|&(j, v)| (j, v * s[j])).collect();
+                let mut product = vec![0.0; out.len()];
+                self.add_product_unscaled(&scaled, &mut product);
+                for ((o, p), si) in out.iter_mut().zip(&product).zip(s) {
+                    *o += p * si;
+                }
+            }
+        }
+    }
+
+    fn magnitude(&self) -> f64 {
+        match &self.scale {
+            None => {
+                let mu = self.mu.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+                (self.largest_diagonal * (1.0 + self.regularization)).max(mu)
+            }
+            Some(_) => self.scaled_magnitude.max(1.0 + self.regularization),
+        }
+    }
+}
