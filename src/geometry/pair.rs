@@ -91,13 +91,27 @@ pub fn contacts_3d(
         for point in &manifold.points {
             let p1 = Point3::new(point.local_p1.x, point.local_p1.y, point.local_p1.z);
             let p2 = Point3::new(point.local_p2.x, point.local_p2.y, point.local_p2.z);
+            let (fid1, fid2) = match (shape_a, shape_b) {
+                (
+                    Shape::Box {
+                        half_extents: half_a,
+                    },
+                    Shape::Box {
+                        half_extents: half_b,
+                    },
+                ) => match (corner(&p1, half_a), corner(&p2, half_b)) {
+                    (Some(corner_a), Some(corner_b)) => (corner_a, corner_b),
+                    _ => (point.fid1.0, point.fid2.0),
+                },
+                _ => (point.fid1.0, point.fid2.0),
+            };
             raw.push(Raw {
                 point_a: (pose_a * p1).coords,
                 point_b: (pose_b * p2).coords,
                 normal,
                 gap: point.dist,
-                fid1: point.fid1.0,
-                fid2: point.fid2.0,
+                fid1,
+                fid2,
             });
         }
     }
@@ -265,6 +279,29 @@ fn compact_feature(packed: u32) -> u32 {
     let code = packed & 0x3fff_ffff;
     let folded = (code ^ (code >> 14) ^ (code >> 28)) & 0x3fff;
     (header << 14) | folded
+}
+
+/// The id of a box–box contact point at a corner of the box (`local` in its
+/// axes, within 1e-3 of its size of the corner): parry's packed vertex id
+/// with the corner's octant as code. Two exactly aligned faces touch corner
+/// to corner, and parry names those points either way (vertex–face,
+/// face–vertex or edge–edge, flipping with rounding-level rotations), which
+/// gave a resting stack new contact identities every step and defeated the
+/// warm start (a 12-box tower took 2,000 pivots a step). A point at a corner
+/// of both boxes is therefore named by the two corners; any other point
+/// keeps parry's ids, which follow a corner onto another face or edge (the
+/// corners alone would not, and the secant of a step would then join two
+/// different gap functions).
+fn corner(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
+    const VERTEX: u32 = 0b01 << 30;
+    let tolerance = 1e-3 * half.iter().fold(f64::MIN_POSITIVE, |m, h| m.max(h.abs()));
+    let at_corner = (0..3).all(|i| local[i].abs() >= half[i] - tolerance);
+    at_corner.then(|| {
+        VERTEX
+            | u32::from(local.x < 0.0)
+            | (u32::from(local.y < 0.0) << 1)
+            | (u32::from(local.z < 0.0) << 2)
+    })
 }
 
 /// Feature id of a contact point on a planar shape, in parry's packed form.

@@ -262,6 +262,7 @@ impl AnitescuPotra {
             t: state.t,
             contacts: reports,
             lcp_size: solved.layout.size(),
+            largest_island: solved.layout.size(),
             pivots,
             solves,
             status: LcpStatus::Solved,

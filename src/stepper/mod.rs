@@ -89,6 +89,9 @@ pub struct StepReport {
     pub contacts: Vec<ContactReport>,
     /// Size of the final LCP.
     pub lcp_size: usize,
+    /// Size of the largest of the independent LCPs (islands) the final LCP
+    /// splits into; `lcp_size` when it is solved whole.
+    pub largest_island: usize,
     /// Lemke pivots over all LCPs of the step.
     pub pivots: usize,
     /// LCPs solved (NCP iterations × active-set rounds).

@@ -74,6 +74,7 @@ struct Solved {
     contacts: Vec<Contact>,
     impulses: Vec<ContactImpulse>,
     lcp_size: usize,
+    largest_island: usize,
     lcp: Option<Lcp>,
 }
 
@@ -190,6 +191,7 @@ impl MoreauJean {
             t: state.t,
             contacts,
             lcp_size: solved.lcp_size,
+            largest_island: solved.largest_island,
             pivots: solved.pivots,
             solves: solved.solves,
             status: LcpStatus::Solved,
@@ -241,6 +243,7 @@ impl MoreauJean {
                 contacts,
                 impulses: Vec::new(),
                 lcp_size: 0,
+                largest_island: 0,
                 lcp: None,
             };
         }
@@ -314,6 +317,7 @@ impl MoreauJean {
                     contacts,
                     impulses,
                     lcp_size: problem.lcp.size(),
+                    largest_island: problem.lcp.size(),
                     lcp: self.record_lcp.then_some(problem.lcp),
                 };
             }
@@ -408,6 +412,7 @@ impl MoreauJean {
             contacts: contacts.to_vec(),
             impulses: contact_impulses,
             lcp_size: layout.size(),
+            largest_island: solution.largest_island,
             lcp: solution.lcp,
         }
     }

@@ -71,6 +71,7 @@ pub fn failure(
         t: state.t,
         contacts: Vec::new(),
         lcp_size: failed.lcp_size,
+        largest_island: failed.lcp_size,
         pivots: failed.pivots,
         solves: failed.solves,
         status: failed.status,

@@ -208,6 +208,8 @@ pub struct ContactSolution {
     pub velocity_change: DVector<f64>,
     /// Independent LCPs solved.
     pub islands: usize,
+    /// Size of the largest of them.
+    pub largest_island: usize,
     /// The LCP solved (block-diagonal over the islands, each with the
     /// regularization and right-hand side that solved it), when kept.
     pub lcp: Option<Lcp>,
@@ -306,6 +308,7 @@ impl ContactSolver {
             w: DVector::zeros(size),
             velocity_change: DVector::zeros(problem.dof),
             islands: 0,
+            largest_island: 0,
             lcp: self.keep_lcp.then(|| Lcp {
                 m: DMatrix::zeros(size, size),
                 q: DVector::zeros(size),
@@ -421,6 +424,7 @@ impl ContactSolver {
                 unreachable!("the ladder has at least level 0")
             };
             solution.islands += 1;
+            solution.largest_island = solution.largest_island.max(local.size());
             solution.pivots += pivots;
             solution.residual = solution.residual.max(island.residual);
             for &b in &blocks {
@@ -533,6 +537,7 @@ impl ContactSolver {
             w: island.w,
             velocity_change,
             islands: 1,
+            largest_island: layout.size(),
             lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
         }
     }

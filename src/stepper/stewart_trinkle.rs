@@ -107,6 +107,7 @@ impl StewartTrinkle {
         // memory, a contact that one iteration resolved is no longer violated at
         // the next q̂, drops out, and is violated again: the iterations oscillate.
         let mut required = self.active.clone();
+        let length = model.length_scale();
         for iteration in 0..asked.max(self.settings.gap_iterations) {
             let clock = Instant::now();
             let found = model.contacts(&q_hat, params.edges, margin);
@@ -122,9 +123,11 @@ impl StewartTrinkle {
             // needs). Two boxes that approach corner to face can report, at
             // q̂, only an edge–edge contact (the separating axis switched as
             // they overlapped); without the corner the LCP lets them sink
-            // millimetres into each other.
+            // millimetres into each other. A contact that q̂ shows under
+            // another feature id (exactly aligned boxes, whose coinciding
+            // corners parry names either way) is not added twice.
             for c in &start_contacts {
-                if !at_prediction.contains(&c.id) {
+                if !at_prediction.contains(&c.id) && !shown_elsewhere(c, &candidates, length) {
                     predicted.push(c.gap + h * c.jacobian.normal_dot(&v_hat));
                     candidates.push(c.clone());
                 }
@@ -263,6 +266,7 @@ impl StewartTrinkle {
             t: state.t,
             contacts: reports,
             lcp_size: layout.size(),
+            largest_island: solved.largest_island,
             pivots,
             solves,
             status: LcpStatus::Solved,
@@ -313,6 +317,7 @@ impl StewartTrinkle {
             pivots: solution.pivots,
             velocity_change: solution.velocity_change,
             layout: solution.layout,
+            largest_island: solution.largest_island,
             z: solution.z,
             w: solution.w,
             velocity_scale,
@@ -404,6 +409,23 @@ fn secant_contact(
     contact
 }
 
+/// Whether `contact` (found at qˡ) appears among `candidates` (found at q̂)
+/// under another feature id: a contact of the same pair within 1 % of the
+/// body size with a normal within 10°.
+fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bool {
+    let Some(frame) = &contact.frame else {
+        return false;
+    };
+    candidates.iter().any(|c| {
+        c.id.a == contact.id.a
+            && c.id.b == contact.id.b
+            && c.frame.as_ref().is_some_and(|f| {
+                (f.point - frame.point).norm() <= 0.01 * length
+                    && f.normal.dot(&frame.normal) >= 10f64.to_radians().cos()
+            })
+    })
+}
+
 /// The gaps f(qˡ) at the start of the step, by contact identity and, for a
 /// contact whose feature changed during the step (a sphere rolling from a
 /// box's face onto its edge), by body pair and nearest contact point.
@@ -451,6 +473,7 @@ type Iterate = (Solved, DVector<f64>, DVector<f64>, Vec<Contact>, f64);
 
 /// What one LCP solve gave.
 struct Solved {
+    largest_island: usize,
     status: LcpStatus,
     residual: f64,
     pivots: usize,

@@ -45,14 +45,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
         let n = columns.n;
         let partition = Partition::of(columns, basis)?;
         let m = partition.others.len();
-        let inverse = if m == 0 {
-            partition.block
-        } else {
-            partition.block.try_inverse()?
-        };
-        if inverse.iter().any(|x| !x.is_finite()) {
-            return None;
-        }
+        let inverse = super::invert(&partition.block)?;
         let mut stored = vec![vec![0.0; n]; m];
         // The C rows: S⁻¹.
         for (c, &row) in partition.others.iter().enumerate() {
@@ -123,16 +116,13 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
             if pivot_entry == 0.0 {
                 continue;
             }
-            let mut max = 0.0_f64;
-            for (i, (x, &a)) in column.iter_mut().zip(abar).enumerate() {
-                if i == r {
-                    *x = pivot_entry;
-                } else if a != 0.0 {
-                    *x -= a * pivot_entry;
-                }
-                max = max.max(x.abs());
+            // x − āᵢ x_r / ā_r on every row (zero at r), then row r itself:
+            // branch-free, so that it vectorizes.
+            for (x, &a) in column.iter_mut().zip(abar) {
+                *x -= a * pivot_entry;
             }
-            *largest = max;
+            column[r] = pivot_entry;
+            *largest = column.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
         }
         let leaving = basis[r];
         if leaving < n {
