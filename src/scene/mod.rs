@@ -11,6 +11,8 @@ pub mod generate;
 mod locate;
 pub mod magnitude;
 mod mechanism;
+pub mod overlap;
+mod planar;
 mod spec;
 
 pub use spec::{
@@ -40,6 +42,17 @@ pub enum SceneError {
         path: PathBuf,
         /// What the OS said.
         source: std::io::Error,
+    },
+    /// The file is longer than [`MAX_SCENE_BYTES`] (or does not end, like
+    /// `/dev/zero`).
+    #[error(
+        "{}: larger than {} MiB, the most a scene file may hold (is it a scene?)",
+        path.display(),
+        MAX_SCENE_BYTES >> 20
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
     },
     /// The file is not valid RON for a scene, or a value is out of range.
     #[error("{}:{line}:{column}: {field}: {message}", path.display())]
@@ -80,11 +93,37 @@ pub struct Scene {
     pub drawing: Vec<drawing::Part>,
 }
 
-/// Loads and validates a scene file.
+/// The most of a scene file that is read, bytes (16 MiB): a generated pile
+/// of 5,000 bodies takes under 1 MB, and `run /dev/zero` stops here instead
+/// of reading without end.
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// Loads and validates a scene file (reading at most [`MAX_SCENE_BYTES`]).
 pub fn load(path: &Path) -> Result<Scene, SceneError> {
-    let source = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+    use std::io::Read;
+    let io = |source| SceneError::Io {
         path: path.to_owned(),
         source,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_SCENE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_SCENE_BYTES {
+        return Err(SceneError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let source = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let before = String::from_utf8_lossy(valid);
+        SceneError::Invalid {
+            path: path.to_owned(),
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+            field: "syntax".to_owned(),
+            message: "the file is not UTF-8 text".to_owned(),
+        }
     })?;
     parse(&source, path)
 }
@@ -177,6 +216,17 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
             e.message,
         )
     })?;
+    if !file.allow_initial_overlap
+        && let Some(found) = overlap::deepest(&model, &initial, params.edges)
+    {
+        let (name, field, message) = overlap::describe(&model, &found);
+        let quoted = format!("\"{name}\"");
+        let anchors: &[&str] = match &model {
+            Model::Rigid(_) => &["bodies", quoted.as_str(), "position"],
+            Model::Linear(_) => &["initial_position"],
+        };
+        return Err(check.error(anchors, field, message));
+    }
     let names = drawing::coordinate_names(&model);
     let mut parts = Vec::new();
     for (i, part) in file.drawing.iter().enumerate() {
@@ -236,6 +286,12 @@ fn impact_coefficients(
 
 fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
     let dim = spec.dimension;
+    if dim == Dimension::Planar
+        && let Some((anchors, field, message)) = planar::first_out_of_plane(spec)
+    {
+        let anchors: Vec<&str> = anchors.iter().map(String::as_str).collect();
+        return Err(check.error(&anchors, field, message));
+    }
     let mut names = HashSet::new();
     let mut bodies = Vec::new();
     let mut body_impact = Vec::new();
@@ -247,6 +303,8 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
         let quoted = format!("\"{}\"", b.name);
         let at = |field: &'static str| vec!["bodies", quoted.as_str(), field];
         let name_of = |field: &str| format!("bodies[{i}].{field}");
+        let written = format!("{:?}", b.name);
+        csv_column_name(&b.name, check, &["bodies", &written], &name_of("name"))?;
         if !names.insert(b.name.clone()) {
             return Err(check.error(
                 &["bodies", quoted.as_str(), quoted.as_str()],
@@ -404,6 +462,52 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
 
+/// Body and coordinate names head CSV columns (`NAME.x`, …), so they must
+/// be non-empty and hold no comma, double quote, line break or other control
+/// character, which a CSV reader would split or misread (refused here rather
+/// than quoted per RFC 4180, so every column name stays a plain token).
+fn csv_column_name(
+    name: &str,
+    check: &Checker<'_>,
+    anchors: &[&str],
+    field: &str,
+) -> Result<(), SceneError> {
+    let bad = name
+        .chars()
+        .find(|&c| c == ',' || c == '"' || c.is_control());
+    let message = match bad {
+        _ if name.is_empty() => "must not be empty: it names CSV columns".to_owned(),
+        Some(c) => format!(
+            "{name:?} cannot name a CSV column: it holds {c:?}; use no commas, double quotes, line breaks or control characters"
+        ),
+        None => return Ok(()),
+    };
+    Err(check.error(anchors, field, message))
+}
+
+/// A linear system's matrix that must be symmetric: Mᵢⱼ = Mⱼᵢ up to rounding
+/// (1e-12 of its largest entry); nalgebra's Cholesky reads only the lower
+/// triangle and would accept any upper one.
+fn symmetric(m: &DMatrix<f64>, check: &Checker<'_>, field: &str) -> Result<(), SceneError> {
+    let tolerance = 1e-12 * m.amax();
+    for i in 0..m.nrows() {
+        for j in (i + 1)..m.ncols() {
+            if (m[(i, j)] - m[(j, i)]).abs() > tolerance {
+                return Err(check.error(
+                    &[field],
+                    format!("{field}[{i}][{j}]"),
+                    format!(
+                        "must be symmetric positive definite, but {field}[{i}][{j}] = {} and {field}[{j}][{i}] = {}",
+                        m[(i, j)],
+                        m[(j, i)]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_shape(
     shape: &crate::geometry::Shape,
     check: &Checker<'_>,
@@ -437,6 +541,13 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
     }
     let mut names = HashSet::new();
     for (i, c) in spec.coordinates.iter().enumerate() {
+        let written = format!("{c:?}");
+        csv_column_name(
+            c,
+            check,
+            &["coordinates", &written],
+            &format!("coordinates[{i}]"),
+        )?;
         if !names.insert(c) {
             return Err(check.error(
                 &["coordinates"],
@@ -481,6 +592,7 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
         }
     };
     let mass = matrix(&Some(spec.mass.clone()), "mass")?;
+    symmetric(&mass, check, "mass")?;
     let stiffness = matrix(&spec.stiffness, "stiffness")?;
     let damping = matrix(&spec.damping, "damping")?;
     let force = vector(&spec.force, &["force"], "force".into())?;
@@ -558,7 +670,13 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
         harmonics,
         contacts,
     )
-    .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
+    .ok_or_else(|| {
+        check.error(
+            &["mass"],
+            "mass",
+            "must be symmetric positive definite: its Cholesky factorization fails (a zero or negative mass, or rows that depend on each other)",
+        )
+    })?;
     system.impact = impact;
     Ok((Model::Linear(system), State { q, v, t: 0.0 }))
 }
