@@ -4,16 +4,17 @@ use crate::lcp::{self, LemkeOptions, siconos};
 use std::path::PathBuf;
 
 /// Solves each file and prints `<name> n=<n> status=<S> pivots=<k> residual=<r>`.
-/// A file that cannot be read prints its error and makes the exit code non-zero
-/// (the other files are still solved).
-pub fn run(files: &[PathBuf]) -> Result<(), String> {
+/// A file that cannot be read, or whose LCP has more than `max_size`
+/// unknowns, prints its error and makes the exit code non-zero (the other
+/// files are still solved).
+pub fn run(files: &[PathBuf], max_size: usize) -> Result<(), String> {
     let mut failed = 0;
     for path in files {
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        match siconos::read(path) {
+        match siconos::read_limited(path, max_size) {
             Ok(problem) => match lcp::solve(&problem, &LemkeOptions::default()) {
                 Ok(s) => println!(
                     "{name} n={} status={} pivots={} residual={:.3e}",
@@ -37,7 +38,7 @@ pub fn run(files: &[PathBuf]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{failed} of {} files could not be read",
+            "{failed} of {} files could not be read or solved",
             files.len()
         ))
     }
