@@ -320,3 +320,41 @@ fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
         "{e}"
     );
 }
+
+/// Found by the fuzz harness: a mass of 5e-324 kg (positive, within the
+/// magnitude rule) made M⁻¹ infinite and the first step's LCP panic in
+/// Lemke. Quantities the dynamics divide by are bounded below.
+#[test]
+fn masses_sizes_and_inertias_the_dynamics_divide_by_are_bounded_below() {
+    for (from, to, field) in [
+        (
+            "mass: 2.0",
+            "mass: 5e-324",
+            "bodies[1].mass: must be at least 1e-12 kg",
+        ),
+        (
+            "radius: 0.1",
+            "radius: 1e-13",
+            "bodies[1].shape: shape dimensions must be positive",
+        ),
+        (
+            "mass: 1.0,",
+            "mass: 1.0, inertia: (5e-324, 0.004, 0.004),",
+            "bodies[0].inertia: must be at least 1e-36 kg·m²",
+        ),
+    ] {
+        let e = error_of(&GOOD.replace(from, to));
+        assert!(e.contains(field), "{e}");
+    }
+    let text = std::fs::read_to_string("scenes/spring_block.ron")
+        .expect("scene")
+        .replace(
+            "mass: [[1.0, 0.0], [0.0, 1.0]]",
+            "mass: [[1.0, 0.0], [0.0, 1e-13]]",
+        );
+    let e = error_of(&text);
+    assert!(
+        e.contains(": mass: is nearly singular: M⁻¹ has entries up to 1.000e13"),
+        "{e}"
+    );
+}

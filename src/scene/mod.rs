@@ -27,6 +27,7 @@ use crate::model::{
 };
 use crate::params::Params;
 use locate::locate;
+use magnitude::{MAX_MAGNITUDE, MIN_INERTIA, MIN_MASS_OR_SIZE};
 use nalgebra::{DMatrix, DVector, Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -189,15 +190,32 @@ impl Checker<'_> {
         }
     }
 
-    fn positive(&self, value: f64, anchors: &[&str], field: &str) -> Result<(), SceneError> {
-        if value.is_finite() && value > 0.0 {
-            Ok(())
-        } else {
+    /// A positive quantity the dynamics divide by, at least `min` (`unit`
+    /// for the message).
+    fn at_least(
+        &self,
+        value: f64,
+        min: f64,
+        unit: &str,
+        anchors: &[&str],
+        field: &str,
+    ) -> Result<(), SceneError> {
+        if !(value.is_finite() && value > 0.0) {
             Err(self.error(
                 anchors,
                 field,
                 format!("must be a positive number, found {value}"),
             ))
+        } else if value < min {
+            Err(self.error(
+                anchors,
+                field,
+                format!(
+                    "must be at least {min:e} {unit} (the dynamics divide by it), found {value:e}"
+                ),
+            ))
+        } else {
+            Ok(())
         }
     }
 }
@@ -315,7 +333,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
                 ),
             ));
         }
-        check.positive(b.mass, &at("mass"), &name_of("mass"))?;
+        check.at_least(
+            b.mass,
+            MIN_MASS_OR_SIZE,
+            "kg",
+            &at("mass"),
+            &name_of("mass"),
+        )?;
         check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
         let inertia = match b.inertia {
             Some(j) => {
@@ -325,7 +349,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
                     &[0, 1, 2]
                 };
                 for &a in used {
-                    check.positive(j[a], &at("inertia"), &name_of("inertia"))?;
+                    check.at_least(
+                        j[a],
+                        MIN_INERTIA,
+                        "kg·m²",
+                        &at("inertia"),
+                        &name_of("inertia"),
+                    )?;
                 }
                 Vector3::from(j)
             }
@@ -515,18 +545,25 @@ fn check_shape(
     field: &str,
 ) -> Result<(), SceneError> {
     use crate::geometry::Shape;
+    let size = |x: f64| x.is_finite() && x >= MIN_MASS_OR_SIZE;
     let ok = match *shape {
-        Shape::Sphere { radius } => radius.is_finite() && radius > 0.0,
+        Shape::Sphere { radius } => size(radius),
         Shape::Capsule {
             half_length,
             radius,
-        } => half_length.is_finite() && half_length >= 0.0 && radius.is_finite() && radius > 0.0,
-        Shape::Box { half_extents } => half_extents.iter().all(|h| h.is_finite() && *h > 0.0),
+        } => half_length.is_finite() && half_length >= 0.0 && size(radius),
+        Shape::Box { half_extents } => half_extents.into_iter().all(size),
     };
     if ok {
         Ok(())
     } else {
-        Err(check.error(anchors, field, "shape dimensions must be positive"))
+        Err(check.error(
+            anchors,
+            field,
+            format!(
+                "shape dimensions must be positive, and radii and half extents at least {MIN_MASS_OR_SIZE:e} m"
+            ),
+        ))
     }
 }
 
@@ -677,6 +714,18 @@ fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State)
             "must be symmetric positive definite: its Cholesky factorization fails (a zero or negative mass, or rows that depend on each other)",
         )
     })?;
+    // A nearly singular M passes Cholesky but its inverse, which the steps
+    // multiply by, breaks the magnitude rule (its masses below 1e-12 kg).
+    let inverse = system.mass_inverse().amax();
+    if !(inverse.is_finite() && inverse <= MAX_MAGNITUDE) {
+        return Err(check.error(
+            &["mass"],
+            "mass",
+            format!(
+                "is nearly singular: M⁻¹ has entries up to {inverse:.3e}, more than {MAX_MAGNITUDE:e} (masses below {MIN_MASS_OR_SIZE:e} kg)"
+            ),
+        ));
+    }
     system.impact = impact;
     Ok((Model::Linear(system), State { q, v, t: 0.0 }))
 }
