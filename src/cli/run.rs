@@ -40,6 +40,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
     let params = apply_overrides(&scene, &args.overrides)?;
     let total = limits::check_steps(params.duration, params.dt, args.max_steps)?;
+    // From here on the run may take long (a first row and a first step of
+    // thousands of bodies): the bar shows after a second whatever happens.
+    let progress = Progress::start(total);
     let mut sim = Simulation::with_params(scene, params);
     let header = csv_header(sim.model());
     let first = csv_row(sim.model(), &sim.params, &sim.state, None);
@@ -55,7 +58,6 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Err(e) = written {
         return Err(format!("--csv: {e}; {}", out.keep_partial()));
     }
-    let progress = Progress::start(total);
     for step in 1..=total {
         if let Err(cause) = take_step(&mut sim, args, step, total, &mut out) {
             drop(progress);
