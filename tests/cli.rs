@@ -347,3 +347,45 @@ fn guard_rails_refuse_in_one_line_before_writing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unexpected end of file"), "{err}");
 }
+
+/// `lcp` exits 0 only when every file was read and solved. Found by the fuzz
+/// harness: data at f64's limit (1.8e308) overflow while pivoting, and the
+/// unsolved problem's residual is infinite; that used to exit 0.
+#[test]
+fn lcp_fails_when_a_problem_is_not_solved() {
+    let dir = temp_dir("unsolved");
+    let ray = dir.join("ray.dat");
+    // w = −z − 1 ≥ 0 has no solution with z ≥ 0.
+    std::fs::write(&ray, "1\n0\n1\n1\n1 1\n-1\n-1\n").expect("write");
+    let overflow = dir.join("overflow.dat");
+    std::fs::write(&overflow, OVERFLOWING_DAT).expect("write");
+    for (path, lines) in [(&ray, 1), (&overflow, 1)] {
+        let out = contactlab(&["lcp", path.to_str().expect("utf-8")]);
+        assert!(!out.status.success(), "{}", path.display());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.lines().count(), lines, "{stdout}");
+        assert!(!stdout.contains("status=Solved"), "{stdout}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("1 of 1 LCPs were not solved"), "{err}");
+    }
+}
+
+/// A `.dat` file from the fuzz harness (seed 3298539885818).
+const OVERFLOWING_DAT: &str = "\
+10
+0
+10
+10
+10 10
+-1.0 -3.0 -1.0 -1.0 -2.0 0.0 -2.0 -1.0 1.0 -2.0
+0.0 1.0 0.0 3.0 1.0 -3.0 3.0 3.0 1.0 3.0
+3.0 -1.0 0.0 2.0 0.0 -3.0 1.0 2.0 -1.0 3.0
+-1.0 -3.0 2.0 3.0 2.0 3.0 3.0 0.0 0.0 2.0
+-1.0 1.0 1.0 -3.0 -2.0 -1.0 1.0 -2.0 -2.0 3.0
+-3.0 -3.0 -3.0 2.0 -3.0 2.0 -1.0 3.0 0.0 -1.0
+-3.0 2.0 1.7976931348623157e308 2.0 1.0 -3.0 -3.0 0.0 3.0 3.0
+-2.0 -1.0 -1.0 -3.0 -3.0 3.0 2.0 -3.0 3.0 -3.0
+-2.0 1.0 2.0 2.0 -2.0 -1.0 -3.0 2.0 3.0 3.0
+2.0 -3.0 -3.0 3.0 2.0 -2.0 3.0 -3.0 -2.0 -2.0
+-0.9068655280075433 1.5041372051783632 8.52287094712161 9.422369868139132 9.162091855602554 -1e300 9.016146926859555 -1.441263084859198 -6.876231496020129 -1.655719104933695
+";
