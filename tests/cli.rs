@@ -243,7 +243,7 @@ fn sigterm_keeps_whole_rows_in_the_partial_file() {
     let csv = dir.join("pile.csv");
     let partial = dir.join("pile.csv.partial");
     std::fs::write(&csv, "good\n").expect("write");
-    let child = Command::new(env!("CARGO_BIN_EXE_contactlab"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_contactlab"))
         .args(["run", "scenes/pile.ron", "--duration", "500", "--csv"])
         .arg(&csv)
         .stderr(std::process::Stdio::piped())
@@ -252,6 +252,10 @@ fn sigterm_keeps_whole_rows_in_the_partial_file() {
     // The partial file exists once the handlers are installed; let some
     // steps run past it.
     while !partial.exists() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended early"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));

@@ -470,7 +470,7 @@ fn sigterm_leaves_no_partial_files() {
     let dir = temp_dir("sigterm");
     let out = dir.join("rod.mp4");
     let _guard = RENDER.lock().unwrap_or_else(|e| e.into_inner());
-    let child = contactlab_command()
+    let mut child = contactlab_command()
         .args(["record", "scenes/rod.ron", "--out", s(&out)])
         .args(["--duration", "100", "--size", "64x48"])
         .stdout(Stdio::null())
@@ -485,6 +485,10 @@ fn sigterm_leaves_no_partial_files() {
             .unwrap_or(false)
     };
     while !started(&dir) {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "record ended early"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(1500));
