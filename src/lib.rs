@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod geometry;
+pub mod interrupt;
 pub mod lcp;
 pub mod model;
 pub mod params;

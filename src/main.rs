@@ -18,7 +18,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("contactlab: {message}");
-            ExitCode::FAILURE
+            // Stopped by a signal: say which, as a shell does (130 for Ctrl-C).
+            match contactlab::interrupt::received() {
+                Some(signal) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -460,3 +460,51 @@ fn memory_does_not_grow_with_the_frame_count() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `record` killed by SIGTERM (what `kill` and `timeout` send) ends at its
+/// next frame and leaves nothing behind: no video, no `.partial` file.
+#[cfg(unix)]
+#[test]
+fn sigterm_leaves_no_partial_files() {
+    use std::process::Stdio;
+    let dir = temp_dir("sigterm");
+    let out = dir.join("rod.mp4");
+    let _guard = RENDER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = contactlab_command()
+        .args(["record", "scenes/rod.ron", "--out", s(&out)])
+        .args(["--duration", "100", "--size", "64x48"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The temporary file exists once the handlers are installed and the
+    // writer has started; let some frames render past it.
+    let started = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.count() > 0)
+            .unwrap_or(false)
+    };
+    while !started(&dir) {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "record ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let output = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

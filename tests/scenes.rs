@@ -151,3 +151,210 @@ fn every_shipped_scene_loads_with_its_documented_body_names() {
         }
     }
 }
+
+/// Every file in `scenes/` loads: the load-time checks below refuse none of
+/// the shipped scenes.
+#[test]
+fn every_file_in_scenes_loads() {
+    let mut count = 0;
+    for entry in std::fs::read_dir("scenes").expect("scenes/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "ron") {
+            scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            count += 1;
+        }
+    }
+    assert!(count >= 16, "{count} scenes");
+}
+
+const PLANAR: &str = r#"Scene(
+    name: "rod",
+    system: Rigid((
+        dimension: Planar,
+        gravity: (0.0, -9.81, 0.0),
+        bodies: [
+            (name: "rod", shape: Capsule(half_length: 0.5, radius: 0.05), mass: 1.0, position: (0.0, 1.0, 0.0)),
+        ],
+        surfaces: [(name: "table", normal: (0.0, 1.0, 0.0))],
+    )),
+)"#;
+
+/// A body that starts inside a surface is refused with both names and the
+/// depth, at the body's position, unless the scene says it means it.
+#[test]
+fn a_body_starting_inside_a_surface_is_refused() {
+    let text = PLANAR.replace("position: (0.0, 1.0, 0.0)", "position: (0.0, -100.0, 0.0)");
+    assert_eq!(
+        error_of(&text),
+        "bad.ron:7:86: bodies[0].position: body `rod` starts 100.05 m inside surface `table` (more than the 5.5e-7 m tolerance); move them apart, or set `allow_initial_overlap: true` if the scene means it"
+    );
+    let allowed = text.replace(
+        "name: \"rod\",\n",
+        "name: \"rod\",\n    allow_initial_overlap: true,\n",
+    );
+    scene::parse(&allowed, Path::new("ok.ron")).unwrap_or_else(|e| panic!("{e}"));
+    // Resting exactly on the table (up to rounding) is not an overlap.
+    let resting = PLANAR.replace("position: (0.0, 1.0, 0.0)", "position: (0.0, 0.05, 0.0)");
+    scene::parse(&resting, Path::new("ok.ron")).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn bodies_starting_inside_each_other_are_refused() {
+    let text = GOOD.replace("position: (1.0, 0.0, 0.1)", "position: (0.15, 0.0, 0.1)");
+    let e = error_of(&text);
+    assert!(e.starts_with("bad.ron:9:"), "{e}");
+    assert!(
+        e.contains(": bodies[1].position: bodies `a` and `b` start 0.05 m inside each other"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_linear_contact_closed_at_the_start_is_refused() {
+    let text = std::fs::read_to_string("scenes/spring_block.ron")
+        .expect("scene")
+        .replace(
+            "initial_position: [0.1, 0.0]",
+            "initial_position: [0.1, -0.02]",
+        );
+    let e = error_of(&text);
+    assert!(
+        e.contains(": initial_position: contact `table` starts closed by 0.02"),
+        "{e}"
+    );
+}
+
+/// Names that head CSV columns cannot hold what CSV would split on.
+#[test]
+fn names_csv_cannot_carry_are_refused_at_their_field() {
+    for (name, shown) in [
+        ("a,b", "\"a,b\""),
+        ("say \\\"hi\\\"", "say"),
+        ("two\\nlines", "two"),
+    ] {
+        let text = GOOD.replace("name: \"b\"", &format!("name: \"{name}\""));
+        let e = error_of(&text);
+        assert!(e.starts_with("bad.ron:9:"), "{e}");
+        assert!(e.contains(": bodies[1].name: "), "{e}");
+        assert!(e.contains("cannot name a CSV column"), "{e}");
+        assert!(e.contains(shown), "{e}");
+    }
+    let text = std::fs::read_to_string("scenes/spring_block.ron")
+        .expect("scene")
+        .replace("[\"x\", \"y\"]", "[\"x\", \"y,z\"]");
+    assert!(error_of(&text).contains(": coordinates[1]: "));
+}
+
+#[test]
+fn an_asymmetric_mass_matrix_is_refused_at_its_entry() {
+    let text = std::fs::read_to_string("scenes/spring_block.ron")
+        .expect("scene")
+        .replace(
+            "mass: [[1.0, 0.0], [0.0, 1.0]]",
+            "mass: [[1.0, 0.5], [0.0, 1.0]]",
+        );
+    let e = error_of(&text);
+    assert!(
+        e.contains(": mass[0][1]: must be symmetric positive definite, but mass[0][1] = 0.5 and mass[1][0] = 0"),
+        "{e}"
+    );
+    let indefinite = text.replace("[[1.0, 0.5], [0.0, 1.0]]", "[[1.0, 2.0], [2.0, 1.0]]");
+    assert!(error_of(&indefinite).contains(": mass: must be symmetric positive definite"));
+}
+
+/// A planar scene refuses what it would drop: z of positions, velocities,
+/// gravity, loads and anchors; x and y of an angular velocity.
+#[test]
+fn planar_scenes_refuse_components_out_of_the_plane() {
+    for (from, to, field) in [
+        (
+            "position: (0.0, 1.0, 0.0)",
+            "position: (0.0, 1.0, 0.5)",
+            "bodies[0].position",
+        ),
+        (
+            "position: (0.0, 1.0, 0.0)",
+            "position: (0.0, 1.0, 0.0), velocity: (1.0, 0.0, 2.0)",
+            "bodies[0].velocity",
+        ),
+        (
+            "position: (0.0, 1.0, 0.0)",
+            "position: (0.0, 1.0, 0.0), angular_velocity: (1.0, 0.0, 2.0)",
+            "bodies[0].angular_velocity",
+        ),
+        (
+            "gravity: (0.0, -9.81, 0.0)",
+            "gravity: (0.0, -9.81, -1.0)",
+            "gravity",
+        ),
+        (
+            "normal: (0.0, 1.0, 0.0))",
+            "normal: (0.0, 1.0, 0.0), point: (0.0, 0.0, 3.0))",
+            "surfaces[0].point",
+        ),
+    ] {
+        let text = PLANAR.replace(from, to);
+        let e = error_of(&text);
+        assert!(e.contains(&format!(": {field}: ")), "{field}: {e}");
+        assert!(e.contains("planar"), "{e}");
+    }
+    let loaded = PLANAR.replace(
+        "surfaces:",
+        "loads: [(body: \"rod\", force: (1.0, 0.0, 4.0))],\n        surfaces:",
+    );
+    assert!(error_of(&loaded).contains(": loads[0].force: "));
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let dir = std::env::temp_dir().join(format!("contactlab-scenes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("latin1.ron");
+    let mut bytes = GOOD.as_bytes().to_vec();
+    let at = GOOD.find("two boxes").expect("name");
+    bytes[at] = 0xe9;
+    std::fs::write(&path, bytes).expect("write");
+    let e = scene::load(&path).expect_err("not UTF-8").to_string();
+    assert!(
+        e.ends_with("latin1.ron:2:12: syntax: the file is not UTF-8 text"),
+        "{e}"
+    );
+}
+
+/// Found by the fuzz harness: a mass of 5e-324 kg (positive, within the
+/// magnitude rule) made M⁻¹ infinite and the first step's LCP panic in
+/// Lemke. Quantities the dynamics divide by are bounded below.
+#[test]
+fn masses_sizes_and_inertias_the_dynamics_divide_by_are_bounded_below() {
+    for (from, to, field) in [
+        (
+            "mass: 2.0",
+            "mass: 5e-324",
+            "bodies[1].mass: must be at least 1e-12 kg",
+        ),
+        (
+            "radius: 0.1",
+            "radius: 1e-13",
+            "bodies[1].shape: shape dimensions must be positive",
+        ),
+        (
+            "mass: 1.0,",
+            "mass: 1.0, inertia: (5e-324, 0.004, 0.004),",
+            "bodies[0].inertia: must be at least 1e-36 kg·m²",
+        ),
+    ] {
+        let e = error_of(&GOOD.replace(from, to));
+        assert!(e.contains(field), "{e}");
+    }
+    let text = std::fs::read_to_string("scenes/spring_block.ron")
+        .expect("scene")
+        .replace(
+            "mass: [[1.0, 0.0], [0.0, 1.0]]",
+            "mass: [[1.0, 0.0], [0.0, 1e-13]]",
+        );
+    let e = error_of(&text);
+    assert!(
+        e.contains(": mass: is nearly singular: M⁻¹ has entries up to 1.000e13"),
+        "{e}"
+    );
+}

@@ -3,6 +3,9 @@
 
 mod csv;
 mod lcp_cmd;
+pub mod limits;
+mod output;
+mod progress;
 mod run;
 
 use clap::{Args, Parser, Subcommand};
@@ -51,6 +54,10 @@ pub enum Command {
         /// The `.dat` files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Refuse files whose LCP has more unknowns than this (Lemke's dense
+        /// tableau takes n² memory and up to n³ work).
+        #[arg(long, default_value_t = limits::DEFAULT_MAX_LCP_SIZE)]
+        max_size: usize,
     },
 }
 
@@ -73,6 +80,13 @@ pub struct RunArgs {
     /// Write every step's LCP to this directory in the Siconos `.dat` format.
     #[arg(long)]
     pub dump_lcp: Option<PathBuf>,
+    /// Refuse a run of more steps than this (duration / h).
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_STEPS)]
+    pub max_steps: u64,
+    /// Refuse to write more CSV than this: bytes, or with a unit K, M, G, T
+    /// (binary).
+    #[arg(long, value_parser = limits::parse_bytes, default_value = "1G")]
+    pub max_csv_size: u64,
 }
 
 /// Arguments of `contactlab record`.
@@ -113,7 +127,7 @@ pub struct RecordArgs {
 pub fn dispatch(command: Command) -> Result<(), String> {
     match command {
         Command::Run(args) => run::run(&args),
-        Command::Lcp { files } => lcp_cmd::run(&files),
+        Command::Lcp { files, max_size } => lcp_cmd::run(&files, max_size),
         Command::Record(_) => Err(
             "this build has no viewer (built without the `viewer` feature), which `record` renders with"
                 .to_owned(),

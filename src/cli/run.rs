@@ -1,14 +1,23 @@
 //! `contactlab run`: a scene stepped headless, written as CSV.
+//!
+//! Before the first step: the scene, the flags, the step count
+//! (`--max-steps`) and the CSV's estimated size (`--max-csv-size`) are
+//! checked, each refused in one line. The CSV goes to `OUT.partial` and
+//! becomes `OUT` when the run completes ([`super::output`]). A step that
+//! fails, a full CSV, or SIGINT / SIGTERM / SIGHUP ends the run with one
+//! line naming the step, its t, the stepper and the cause, and where the
+//! partial rows are.
 
 use super::csv::{csv_header, csv_row};
+use super::limits;
+use super::output::CsvOutput;
+use super::progress::Progress;
 use super::{Overrides, RunArgs};
+use crate::interrupt;
 use crate::lcp::{LcpStatus, siconos};
 use crate::params::Params;
 use crate::scene::{self, Scene};
 use crate::sim::Simulation;
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::Write;
-use std::time::{Duration, Instant};
 
 /// The scene's parameters with the flags applied ([`Params::with_overrides`]),
 /// as a one-line error naming the flag and the scene.
@@ -23,11 +32,6 @@ pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
     })
 }
 
-/// Number of steps of size dt that cover `duration` (rounding away float noise).
-pub fn step_count(params: &Params) -> u64 {
-    (params.duration / params.dt - 1e-9).ceil().max(0.0) as u64
-}
-
 /// Runs the scene and writes the CSV.
 pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.every == 0 {
@@ -35,75 +39,83 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
     let params = apply_overrides(&scene, &args.overrides)?;
+    let total = limits::check_steps(params.duration, params.dt, args.max_steps)?;
+    // From here on the run may take long (a first row and a first step of
+    // thousands of bodies): the bar shows after a second whatever happens.
+    let progress = Progress::start(total);
     let mut sim = Simulation::with_params(scene, params);
+    let header = csv_header(sim.model());
+    let first = csv_row(sim.model(), &sim.params, &sim.state, None);
+    let rows = limits::csv_rows(total, args.every);
+    limits::check_csv_size(header.len(), first.len(), rows, args.max_csv_size)?;
     if let Some(dir) = &args.dump_lcp {
         std::fs::create_dir_all(dir).map_err(|e| format!("--dump-lcp {}: {e}", dir.display()))?;
         sim.set_record_lcp(true);
     }
-    let file = std::fs::File::create(&args.csv)
-        .map_err(|e| format!("--csv {}: {e}", args.csv.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    let write_err = |e: std::io::Error| format!("--csv {}: {e}", args.csv.display());
-    writeln!(out, "{}", csv_header(sim.model())).map_err(write_err)?;
-    writeln!(
-        out,
-        "{}",
-        csv_row(sim.model(), &sim.params, &sim.state, None)
-    )
-    .map_err(write_err)?;
-
-    let total = step_count(&sim.params);
-    let started = Instant::now();
-    let mut bar: Option<ProgressBar> = None;
+    interrupt::install()?;
+    let mut out = CsvOutput::create(&args.csv, args.max_csv_size)?;
+    let written = out.line(&header).and_then(|()| out.line(&first));
+    if let Err(e) = written {
+        return Err(format!("--csv: {e}; {}", out.keep_partial()));
+    }
     for step in 1..=total {
-        sim.step().map_err(|e| e.to_string())?;
-        let Some(report) = sim.last.as_ref() else {
-            continue;
-        };
-        if let (Some(dir), Some(lcp)) = (&args.dump_lcp, &report.lcp) {
-            let path = dir.join(format!("step_{step:06}.dat"));
-            let comment = format!(
-                "contactlab step {step}, t = {} s, scene {}",
-                report.t,
-                sim.scene.path.display()
-            );
-            siconos::write(lcp, &path, &comment).map_err(|e| e.to_string())?;
+        if let Err(cause) = take_step(&mut sim, args, step, total, &mut out) {
+            drop(progress);
+            return Err(format!("{cause}; {}", out.keep_partial()));
         }
-        if report.status != LcpStatus::Solved {
-            let message = format!(
-                "step {step} (t = {:.6} s): LCP {} — {} (partial CSV kept in {})",
-                sim.state.t,
-                report.status,
-                report.status.reason(),
-                args.csv.display()
-            );
-            let _ = out.flush();
-            return Err(message);
-        }
-        if step % args.every == 0 || step == total {
-            let report = sim.last.as_ref();
-            writeln!(
-                out,
-                "{}",
-                csv_row(sim.model(), &sim.params, &sim.state, report)
-            )
-            .map_err(write_err)?;
-        }
-        if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
-            let b = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} steps  {elapsed} elapsed, ETA {eta}",
-            ) {
-                b.set_style(style);
-            }
-            bar = Some(b);
-        }
-        if let Some(b) = &bar {
-            b.set_position(step);
-        }
+        progress.set(step);
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
+    drop(progress);
+    out.commit()
+}
+
+/// One step of the run: stepped, dumped, checked and written. `Err` is the
+/// failure's one-line cause (without where the partial CSV is).
+fn take_step(
+    sim: &mut Simulation,
+    args: &RunArgs,
+    step: u64,
+    total: u64,
+    out: &mut CsvOutput,
+) -> Result<(), String> {
+    let at = |sim: &Simulation| {
+        format!(
+            "step {step} of {total} at t = {} s (stepper {})",
+            limits::short(sim.state.t),
+            sim.params.stepper
+        )
+    };
+    if let Some(signal) = interrupt::received() {
+        return Err(format!(
+            "interrupted by {} before {}",
+            interrupt::name(signal),
+            at(sim)
+        ));
     }
-    out.flush().map_err(write_err)
+    let status = match sim.step() {
+        Ok(report) => report.status,
+        Err(e) => return Err(format!("{}: {e}", at(sim))),
+    };
+    if let (Some(dir), Some(report)) = (&args.dump_lcp, &sim.last)
+        && let Some(lcp) = &report.lcp
+    {
+        let path = dir.join(format!("step_{step:06}.dat"));
+        let comment = format!(
+            "contactlab step {step}, t = {} s, scene {}",
+            report.t,
+            sim.scene.path.display()
+        );
+        siconos::write(lcp, &path, &comment).map_err(|e| format!("{}: {e}", at(sim)))?;
+    }
+    if status != LcpStatus::Solved {
+        return Err(sim
+            .failure_message()
+            .unwrap_or_else(|| format!("{}: LCP {status}: {}", at(sim), status.reason())));
+    }
+    if step.is_multiple_of(args.every) || step == total {
+        let row = csv_row(sim.model(), &sim.params, &sim.state, sim.last.as_ref());
+        out.line(&row)
+            .map_err(|e| format!("{}: --csv {}: {e}", at(sim), args.csv.display()))?;
+    }
+    Ok(())
 }

@@ -203,9 +203,11 @@ impl LcpStatus {
             Self::RayTermination => {
                 "Lemke's method ended on a ray: the LCP has no solution this method can reach"
             }
-            Self::MaxPivots => "the pivot limit was reached; raise it or check the data",
+            Self::MaxPivots => {
+                "the pivot limit was reached before a complementary basis (cycling, or a problem too large for the limit)"
+            }
             Self::NumericalFailure => {
-                "the basis became singular, the result failed its residual check, or the step overflowed (an explicit scheme past its stability limit)"
+                "the basis became singular or the result failed its residual check (an ill-conditioned matrix), or the data were rejected before any pivot (not finite)"
             }
         }
     }

@@ -77,6 +77,12 @@ fn tokens(source: &str) -> Vec<Token<'_>> {
 
 /// Parses the text of a `.dat` file; `path` is only used in error messages.
 pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
+    parse_limited(source, path, usize::MAX)
+}
+
+/// [`parse`], refusing a problem of more than `max_size` unknowns at its
+/// header, before reading any entry.
+pub fn parse_limited(source: &str, path: &Path, max_size: usize) -> Result<Lcp, DatError> {
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let tokens = tokens(source);
     let end = (source.lines().count().max(1), 1);
@@ -117,6 +123,17 @@ pub fn parse(source: &str, path: &Path) -> Result<Lcp, DatError> {
     };
     let (token, value) = take("n")?;
     let n = as_size(token, value, "n")?;
+    if n > max_size {
+        return Err(DatError::Parse {
+            path: path.to_owned(),
+            line: token.line,
+            column: token.column,
+            field: "n".to_owned(),
+            message: format!(
+                "an LCP of {n} unknowns is more than the {max_size} allowed (Lemke's dense tableau takes n² memory and up to n³ work); raise the limit with --max-size N"
+            ),
+        });
+    }
     let (token, value) = take("storage")?;
     if value != 0.0 {
         return Err(DatError::Parse {
@@ -190,6 +207,48 @@ pub fn read(path: &Path) -> Result<Lcp, DatError> {
         source,
     })?;
     parse(&source, path)
+}
+
+/// The most of a `.dat` file read for an LCP of at most `max_size`
+/// unknowns: 40 bytes for each of the n² + n numbers (what [`format`]
+/// writes, with room to spare) and 1 MiB for the header and comments.
+pub fn max_file_bytes(max_size: usize) -> u64 {
+    let n = max_size as u64;
+    n.saturating_mul(n)
+        .saturating_add(n)
+        .saturating_mul(40)
+        .saturating_add(1 << 20)
+}
+
+/// Reads a `.dat` file whose LCP has at most `max_size` unknowns, reading
+/// no more of it than such a problem needs ([`max_file_bytes`]; a file that
+/// does not end, like `/dev/zero`, is refused there).
+pub fn read_limited(path: &Path, max_size: usize) -> Result<Lcp, DatError> {
+    use std::io::Read;
+    let limit = max_file_bytes(max_size);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut bytes))
+        .map_err(|source| DatError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(DatError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(format!(
+                "longer than the {limit} bytes an LCP of at most {max_size} unknowns needs (--max-size N raises both)"
+            )),
+        });
+    }
+    let source = String::from_utf8(bytes).map_err(|_| DatError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })?;
+    parse_limited(&source, path, max_size)
 }
 
 /// Formats an LCP as a `.dat` file (values in shortest round-trip form).

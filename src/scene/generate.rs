@@ -10,6 +10,7 @@
 //! cost per body should not grow with N.
 
 use super::{Scene, SceneError, parse};
+use nalgebra::{Unit, UnitQuaternion, Vector3};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -49,7 +50,7 @@ pub fn pile_source(n: usize) -> String {
                 bodies,
                 "            (name: \"box{}\", shape: Box(half_extents: (0.08, 0.06, 0.05)), mass: 0.6, position: ({x:.3}, {y:.3}, {:.3}), orientation: AxisAngle((0.3, 1.0, 0.2), {angle:.2})),",
                 i / 2 + 1,
-                z + 0.01
+                (z + 0.01).max(clear_of_table(angle))
             );
         }
     }
@@ -80,6 +81,24 @@ Scene(
 )
 "
     )
+}
+
+/// The lowest centre height, m, at which a box of the piles tilted by
+/// `angle` (rounded as printed) about their axis keeps its lowest corner at
+/// least 1 mm above the table: some tilts of the bottom layer would
+/// otherwise start inside it, which loading refuses.
+fn clear_of_table(angle: f64) -> f64 {
+    let angle: f64 = format!("{angle:.2}").parse().unwrap_or(angle);
+    let axis = Unit::new_normalize(Vector3::new(0.3, 1.0, 0.2));
+    let rotation = UnitQuaternion::from_axis_angle(&axis, angle);
+    let half = Vector3::new(0.08, 0.06, 0.05);
+    let mut lowest = f64::INFINITY;
+    for corner in 0..8 {
+        let sign = |bit: usize| if corner & bit == 0 { -1.0 } else { 1.0 };
+        let local = Vector3::new(sign(1) * half.x, sign(2) * half.y, sign(4) * half.z);
+        lowest = lowest.min((rotation * local).z);
+    }
+    ((0.001 - lowest) * 1000.0).ceil() / 1000.0
 }
 
 /// A pile of `n` bodies, loaded as if from a file named `pile_<n>.ron`.

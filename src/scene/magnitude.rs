@@ -17,6 +17,16 @@ use super::locate::locate;
 /// The largest magnitude a number in a scene may have, SI units.
 pub const MAX_MAGNITUDE: f64 = 1e12;
 
+/// The smallest a mass (kg) or a body's size (m) may be: the dynamics divide
+/// by them (M⁻¹, lever arms in the inertia), and below 1/[`MAX_MAGNITUDE`]
+/// their reciprocals break the rule above (a mass of 5e-324 kg made M⁻¹
+/// infinite and the step's LCP unsolvable).
+pub const MIN_MASS_OR_SIZE: f64 = 1.0 / MAX_MAGNITUDE;
+
+/// The smallest principal inertia a scene may give, kg·m²: that of
+/// [`MIN_MASS_OR_SIZE`] kg at [`MIN_MASS_OR_SIZE`] m.
+pub const MIN_INERTIA: f64 = MIN_MASS_OR_SIZE * MIN_MASS_OR_SIZE * MIN_MASS_OR_SIZE;
+
 /// The first number in `source` that breaks the rule, as (anchors to locate
 /// it, the field's path such as `bodies[2].position[1]`, the value). `None`
 /// when every number is fine or the text does not read as a RON value (the

@@ -8,9 +8,12 @@
 
 pub mod drawing;
 pub mod generate;
+mod linear;
 mod locate;
 pub mod magnitude;
 mod mechanism;
+pub mod overlap;
+mod planar;
 mod spec;
 
 pub use spec::{
@@ -19,13 +22,11 @@ pub use spec::{
 };
 
 use crate::model::rigid::{default_inertia, position_size, velocity_size};
-use crate::model::{
-    AffineContact, Body, Dimension, HalfSpace, Harmonic, ImpactCoefficients, LinearSystem, Model,
-    RigidSystem, State,
-};
+use crate::model::{Body, Dimension, HalfSpace, ImpactCoefficients, Model, RigidSystem, State};
 use crate::params::Params;
 use locate::locate;
-use nalgebra::{DMatrix, DVector, Quaternion, UnitQuaternion, Vector3};
+use magnitude::{MIN_INERTIA, MIN_MASS_OR_SIZE};
+use nalgebra::{DVector, Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -40,6 +41,17 @@ pub enum SceneError {
         path: PathBuf,
         /// What the OS said.
         source: std::io::Error,
+    },
+    /// The file is longer than [`MAX_SCENE_BYTES`] (or does not end, like
+    /// `/dev/zero`).
+    #[error(
+        "{}: larger than {} MiB, the most a scene file may hold (is it a scene?)",
+        path.display(),
+        MAX_SCENE_BYTES >> 20
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
     },
     /// The file is not valid RON for a scene, or a value is out of range.
     #[error("{}:{line}:{column}: {field}: {message}", path.display())]
@@ -80,11 +92,37 @@ pub struct Scene {
     pub drawing: Vec<drawing::Part>,
 }
 
-/// Loads and validates a scene file.
+/// The most of a scene file that is read, bytes (16 MiB): a generated pile
+/// of 5,000 bodies takes under 1 MB, and `run /dev/zero` stops here instead
+/// of reading without end.
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// Loads and validates a scene file (reading at most [`MAX_SCENE_BYTES`]).
 pub fn load(path: &Path) -> Result<Scene, SceneError> {
-    let source = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+    use std::io::Read;
+    let io = |source| SceneError::Io {
         path: path.to_owned(),
         source,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_SCENE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_SCENE_BYTES {
+        return Err(SceneError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let source = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let before = String::from_utf8_lossy(valid);
+        SceneError::Invalid {
+            path: path.to_owned(),
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+            field: "syntax".to_owned(),
+            message: "the file is not UTF-8 text".to_owned(),
+        }
     })?;
     parse(&source, path)
 }
@@ -150,15 +188,32 @@ impl Checker<'_> {
         }
     }
 
-    fn positive(&self, value: f64, anchors: &[&str], field: &str) -> Result<(), SceneError> {
-        if value.is_finite() && value > 0.0 {
-            Ok(())
-        } else {
+    /// A positive quantity the dynamics divide by, at least `min` (`unit`
+    /// for the message).
+    fn at_least(
+        &self,
+        value: f64,
+        min: f64,
+        unit: &str,
+        anchors: &[&str],
+        field: &str,
+    ) -> Result<(), SceneError> {
+        if !(value.is_finite() && value > 0.0) {
             Err(self.error(
                 anchors,
                 field,
                 format!("must be a positive number, found {value}"),
             ))
+        } else if value < min {
+            Err(self.error(
+                anchors,
+                field,
+                format!(
+                    "must be at least {min:e} {unit} (the dynamics divide by it), found {value:e}"
+                ),
+            ))
+        } else {
+            Ok(())
         }
     }
 }
@@ -168,7 +223,7 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
     let params = file.params.clone();
     let (model, initial) = match &file.system {
         SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
-        SystemSpec::Linear(spec) => build_linear(spec, &check)?,
+        SystemSpec::Linear(spec) => linear::build_linear(spec, &check)?,
     };
     params.validate(&model).map_err(|e| {
         check.error(
@@ -177,6 +232,17 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
             e.message,
         )
     })?;
+    if !file.allow_initial_overlap
+        && let Some(found) = overlap::deepest(&model, &initial, params.edges)
+    {
+        let (name, field, message) = overlap::describe(&model, &found);
+        let quoted = format!("\"{name}\"");
+        let anchors: &[&str] = match &model {
+            Model::Rigid(_) => &["bodies", quoted.as_str(), "position"],
+            Model::Linear(_) => &["initial_position"],
+        };
+        return Err(check.error(anchors, field, message));
+    }
     let names = drawing::coordinate_names(&model);
     let mut parts = Vec::new();
     for (i, part) in file.drawing.iter().enumerate() {
@@ -236,6 +302,12 @@ fn impact_coefficients(
 
 fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
     let dim = spec.dimension;
+    if dim == Dimension::Planar
+        && let Some((anchors, field, message)) = planar::first_out_of_plane(spec)
+    {
+        let anchors: Vec<&str> = anchors.iter().map(String::as_str).collect();
+        return Err(check.error(&anchors, field, message));
+    }
     let mut names = HashSet::new();
     let mut bodies = Vec::new();
     let mut body_impact = Vec::new();
@@ -247,6 +319,8 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
         let quoted = format!("\"{}\"", b.name);
         let at = |field: &'static str| vec!["bodies", quoted.as_str(), field];
         let name_of = |field: &str| format!("bodies[{i}].{field}");
+        let written = format!("{:?}", b.name);
+        csv_column_name(&b.name, check, &["bodies", &written], &name_of("name"))?;
         if !names.insert(b.name.clone()) {
             return Err(check.error(
                 &["bodies", quoted.as_str(), quoted.as_str()],
@@ -257,7 +331,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
                 ),
             ));
         }
-        check.positive(b.mass, &at("mass"), &name_of("mass"))?;
+        check.at_least(
+            b.mass,
+            MIN_MASS_OR_SIZE,
+            "kg",
+            &at("mass"),
+            &name_of("mass"),
+        )?;
         check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
         let inertia = match b.inertia {
             Some(j) => {
@@ -267,7 +347,13 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
                     &[0, 1, 2]
                 };
                 for &a in used {
-                    check.positive(j[a], &at("inertia"), &name_of("inertia"))?;
+                    check.at_least(
+                        j[a],
+                        MIN_INERTIA,
+                        "kg·m²",
+                        &at("inertia"),
+                        &name_of("inertia"),
+                    )?;
                 }
                 Vector3::from(j)
             }
@@ -404,6 +490,29 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
 
+/// Body and coordinate names head CSV columns (`NAME.x`, …), so they must
+/// be non-empty and hold no comma, double quote, line break or other control
+/// character, which a CSV reader would split or misread (refused here rather
+/// than quoted per RFC 4180, so every column name stays a plain token).
+fn csv_column_name(
+    name: &str,
+    check: &Checker<'_>,
+    anchors: &[&str],
+    field: &str,
+) -> Result<(), SceneError> {
+    let bad = name
+        .chars()
+        .find(|&c| c == ',' || c == '"' || c.is_control());
+    let message = match bad {
+        _ if name.is_empty() => "must not be empty: it names CSV columns".to_owned(),
+        Some(c) => format!(
+            "{name:?} cannot name a CSV column: it holds {c:?}; use no commas, double quotes, line breaks or control characters"
+        ),
+        None => return Ok(()),
+    };
+    Err(check.error(anchors, field, message))
+}
+
 fn check_shape(
     shape: &crate::geometry::Shape,
     check: &Checker<'_>,
@@ -411,154 +520,24 @@ fn check_shape(
     field: &str,
 ) -> Result<(), SceneError> {
     use crate::geometry::Shape;
+    let size = |x: f64| x.is_finite() && x >= MIN_MASS_OR_SIZE;
     let ok = match *shape {
-        Shape::Sphere { radius } => radius.is_finite() && radius > 0.0,
+        Shape::Sphere { radius } => size(radius),
         Shape::Capsule {
             half_length,
             radius,
-        } => half_length.is_finite() && half_length >= 0.0 && radius.is_finite() && radius > 0.0,
-        Shape::Box { half_extents } => half_extents.iter().all(|h| h.is_finite() && *h > 0.0),
+        } => half_length.is_finite() && half_length >= 0.0 && size(radius),
+        Shape::Box { half_extents } => half_extents.into_iter().all(size),
     };
     if ok {
         Ok(())
     } else {
-        Err(check.error(anchors, field, "shape dimensions must be positive"))
+        Err(check.error(
+            anchors,
+            field,
+            format!(
+                "shape dimensions must be positive, and radii and half extents at least {MIN_MASS_OR_SIZE:e} m"
+            ),
+        ))
     }
-}
-
-fn build_linear(spec: &LinearSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
-    let n = spec.coordinates.len();
-    if n == 0 {
-        return Err(check.error(
-            &["coordinates"],
-            "coordinates",
-            "a linear system needs at least one coordinate",
-        ));
-    }
-    let mut names = HashSet::new();
-    for (i, c) in spec.coordinates.iter().enumerate() {
-        if !names.insert(c) {
-            return Err(check.error(
-                &["coordinates"],
-                format!("coordinates[{i}]"),
-                format!("duplicate name `{c}`"),
-            ));
-        }
-    }
-    let matrix =
-        |rows: &Option<Vec<Vec<f64>>>, field: &'static str| -> Result<DMatrix<f64>, SceneError> {
-            match rows {
-                None => Ok(DMatrix::zeros(n, n)),
-                Some(rows) => {
-                    if rows.len() != n || rows.iter().any(|r| r.len() != n) {
-                        return Err(check.error(
-                            &[field],
-                            field,
-                            format!("must be {n}×{n} (one row per coordinate)"),
-                        ));
-                    }
-                    if rows.iter().flatten().any(|x| !x.is_finite()) {
-                        return Err(check.error(&[field], field, "entries must be finite"));
-                    }
-                    Ok(DMatrix::from_fn(n, n, |i, j| rows[i][j]))
-                }
-            }
-        };
-    let vector = |values: &Option<Vec<f64>>,
-                  anchors: &[&str],
-                  field: String|
-     -> Result<DVector<f64>, SceneError> {
-        match values {
-            None => Ok(DVector::zeros(n)),
-            Some(v) if v.len() == n && v.iter().all(|x| x.is_finite()) => {
-                Ok(DVector::from_column_slice(v))
-            }
-            Some(_) => Err(check.error(
-                anchors,
-                field,
-                format!("must have {n} finite entries (one per coordinate)"),
-            )),
-        }
-    };
-    let mass = matrix(&Some(spec.mass.clone()), "mass")?;
-    let stiffness = matrix(&spec.stiffness, "stiffness")?;
-    let damping = matrix(&spec.damping, "damping")?;
-    let force = vector(&spec.force, &["force"], "force".into())?;
-    let q = vector(
-        &Some(spec.initial_position.clone()),
-        &["initial_position"],
-        "initial_position".into(),
-    )?;
-    let v = vector(
-        &Some(spec.initial_velocity.clone()),
-        &["initial_velocity"],
-        "initial_velocity".into(),
-    )?;
-    let mut harmonics = Vec::new();
-    for (i, h) in spec.harmonics.iter().enumerate() {
-        let amplitude = vector(
-            &Some(h.amplitude.clone()),
-            &["harmonics", "amplitude"],
-            format!("harmonics[{i}].amplitude"),
-        )?;
-        if !(h.omega.is_finite() && h.phase.is_finite()) {
-            return Err(check.error(
-                &["harmonics", "omega"],
-                format!("harmonics[{i}].omega"),
-                "must be finite",
-            ));
-        }
-        harmonics.push(Harmonic {
-            amplitude,
-            omega: h.omega,
-            phase: h.phase,
-        });
-    }
-    let mut contacts = Vec::new();
-    let mut impact = Vec::new();
-    for (i, c) in spec.contacts.iter().enumerate() {
-        let quoted = format!("\"{}\"", c.name);
-        let w_n = vector(
-            &Some(c.w_n.clone()),
-            &["contacts", quoted.as_str(), "w_n"],
-            format!("contacts[{i}].w_n"),
-        )?;
-        let w_t = vector(
-            &Some(c.w_t.clone()),
-            &["contacts", quoted.as_str(), "w_t"],
-            format!("contacts[{i}].w_t"),
-        )?;
-        if !c.g0.is_finite() || w_n.norm() == 0.0 {
-            return Err(check.error(
-                &["contacts", quoted.as_str(), "w_n"],
-                format!("contacts[{i}].w_n"),
-                "g0 must be finite and w_n non-zero",
-            ));
-        }
-        impact.push(impact_coefficients(
-            c.restitution,
-            c.tangential_restitution,
-            check,
-            &["contacts", quoted.as_str()],
-            &format!("contacts[{i}]"),
-        )?);
-        contacts.push(AffineContact {
-            name: c.name.clone(),
-            g0: c.g0,
-            w_n,
-            w_t,
-        });
-    }
-    let mut system = LinearSystem::new(
-        spec.coordinates.clone(),
-        mass,
-        stiffness,
-        damping,
-        force,
-        harmonics,
-        contacts,
-    )
-    .ok_or_else(|| check.error(&["mass"], "mass", "must be symmetric positive definite"))?;
-    system.impact = impact;
-    Ok((Model::Linear(system), State { q, v, t: 0.0 }))
 }

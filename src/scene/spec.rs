@@ -27,6 +27,11 @@ pub struct SceneFile {
     /// omitted: nothing extra.
     #[serde(default)]
     pub drawing: Vec<super::drawing::DrawingPart>,
+    /// Let bodies start inside each other or a surface (deeper than
+    /// [`super::overlap::tolerance`]); omitted: false, and such a start is an
+    /// error naming the two sides and the depth.
+    #[serde(default)]
+    pub allow_initial_overlap: bool,
 }
 
 /// Where the viewer's camera should look.

@@ -269,11 +269,12 @@ fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl) {
     }
     if let Some(report) = &sim.last
         && report.status != LcpStatus::Solved
+        && control.halt.is_none()
     {
-        ui.colored_label(
-            RED,
-            format!("{}: {}", report.status.name(), report.status.reason()),
-        );
+        let reason = sim
+            .failure_message()
+            .unwrap_or_else(|| format!("{}: {}", report.status.name(), report.status.reason()));
+        ui.colored_label(RED, reason);
     }
     if let Some(halt) = &control.halt {
         ui.colored_label(RED, format!("stopped: {halt}"));

@@ -477,12 +477,14 @@ pub fn advance(
         Ok((status, ..)) => {
             previous.q.clone_from(&sim.state.q);
             control.paused = true;
-            control.halt = Some(format!(
-                "step at t = {:.4} s: {}: {}",
-                sim.state.t,
-                status.name(),
-                status.reason()
-            ));
+            control.halt = Some(sim.failure_message().unwrap_or_else(|| {
+                format!(
+                    "step at t = {:.4} s: {}: {}",
+                    sim.state.t,
+                    status.name(),
+                    status.reason()
+                )
+            }));
             false
         }
         Err(e) => {

@@ -44,6 +44,10 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         ));
     }
     let frames = frames as u64;
+    // SIGINT, SIGTERM and SIGHUP end the app at its next frame, so the
+    // writer, dropped unfinished, deletes its temporary output (installed
+    // before Bevy's plugins, whose Ctrl-C handler then stands aside).
+    crate::interrupt::install()?;
     // Fails here, before anything renders, if the output cannot be written
     // (and, dropped, deletes what it began if there is nothing to render with).
     let writer = VideoWriter::create(&spec)?;
@@ -120,17 +124,25 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         ..Recording::new(spec, writer, settings, CaptureSource::Image(image))
     })
     .add_systems(Startup, hide_panel_unless_wanted)
+    .add_systems(First, exit_on_signal)
     .add_systems(EguiPrimaryContextPass, burn_in_overlay);
     add_capture_systems(&mut app);
     let exit = app.run();
     let result = outcome.take().unwrap_or_else(|| {
-        Err(match exit {
-            AppExit::Success => "the recorder stopped before the recording ended".to_owned(),
+        Err(match (crate::interrupt::received(), exit) {
+            (Some(signal), _) => format!(
+                "interrupted by {}: {} was not written",
+                crate::interrupt::name(signal),
+                args.out.display()
+            ),
+            (None, AppExit::Success) => {
+                "the recorder stopped before the recording ended".to_owned()
+            }
             // Bevy's Ctrl-C handler exits with 130 (128 + SIGINT).
-            AppExit::Error(code) if code.get() == 130 => {
+            (None, AppExit::Error(code)) if code.get() == 130 => {
                 format!("interrupted: {} was not written", args.out.display())
             }
-            AppExit::Error(code) => format!("the recorder exited with code {code}"),
+            (None, AppExit::Error(code)) => format!("the recorder exited with code {code}"),
         })
     });
     let summary = result?;
@@ -157,4 +169,12 @@ fn render_target(width: u32, height: u32) -> Image {
 
 fn hide_panel_unless_wanted(settings: Res<RecordSettings>, mut layout: ResMut<PanelLayout>) {
     layout.visible = settings.with_panel;
+}
+
+/// Ends the app when SIGINT, SIGTERM or SIGHUP arrived
+/// ([`crate::interrupt`]), with 128 + the signal's number.
+fn exit_on_signal(mut exit: MessageWriter<AppExit>) {
+    if let Some(signal) = crate::interrupt::received() {
+        exit.write(AppExit::from_code((128 + signal).clamp(1, 255) as u8));
+    }
 }

@@ -1,0 +1,225 @@
+//! The fuzz harness: seeded random inputs run through the `contactlab`
+//! binary, one child process per case, on stable Rust.
+//!
+//! - `scene_mutations`: every shipped scene, mutated (numbers made extreme,
+//!   spans deleted, duplicated or spliced, identifiers swapped, bytes
+//!   flipped, files cut short), then `run` for a few steps;
+//! - `random_scenes`: rigid (planar and spatial, with joints, springs and
+//!   loads) and linear scenes built field by field, then `run`;
+//! - `command_lines`: random flags and values on cheap scenes, and other
+//!   subcommands;
+//! - `dat_files`: random `.dat` LCPs, mutated or not, through `lcp`.
+//!
+//! Invariants of every case ([`child::run`]): no panic, no abort or crash
+//! (a 4 GiB address-space limit turns runaway allocations into aborts), no
+//! hang (a time budget per case), no exit 0 with a non-finite value in the
+//! CSV or the `lcp` lines, and a failed run leaves an earlier CSV alone.
+//!
+//! `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four tests
+//! (default 1000, about ten seconds on two cores);
+//! `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A failing case prints
+//! its seed and keeps its files under the target directory.
+//!
+//! Built without the viewer only (`cargo test --no-default-features --test
+//! fuzz`): with it, a case without a subcommand would open a window.
+#![cfg(not(feature = "viewer"))]
+
+mod child;
+mod generate;
+mod mutate;
+
+use child::{Case, Outcome};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::path::PathBuf;
+
+/// The share of the cases each test takes, in percent.
+const SHARES: [(&str, u64); 4] = [
+    ("scene_mutations", 40),
+    ("random_scenes", 25),
+    ("command_lines", 20),
+    ("dat_files", 15),
+];
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// This test's cases and their first seed (each test draws from its own
+/// range of seeds, so the four never repeat each other).
+fn budget(test: &str) -> (u64, u64) {
+    let total = env_number("CONTACTLAB_FUZZ_CASES", 1000);
+    let seed = env_number("CONTACTLAB_FUZZ_SEED", 1);
+    let (index, share) = SHARES
+        .iter()
+        .enumerate()
+        .find_map(|(i, (name, share))| (*name == test).then_some((i as u64, *share)))
+        .expect("a known test");
+    ((total * share).div_ceil(100), seed + (index << 40))
+}
+
+/// Runs `cases` cases built by `make` from their seeds; fails with every
+/// broken invariant, each with its seed and where its files are kept.
+fn fuzz(test: &'static str, make: impl Fn(&mut StdRng, u64) -> Case) {
+    let (cases, first) = budget(test);
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{test}"));
+    let mut failures = Vec::new();
+    let (mut ran, mut refused) = (0, 0);
+    for seed in first..first + cases {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let case = make(&mut rng, seed);
+        let dir = root.join(format!("case-{seed}"));
+        match child::run(&case, &dir) {
+            Ok(outcome) => {
+                match outcome {
+                    Outcome::Ran => ran += 1,
+                    Outcome::Refused => refused += 1,
+                }
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            Err(broken) => failures.push(format!(
+                "{} seed {}: {broken}\n    contactlab {}\n    files kept in {}",
+                case.kind,
+                case.seed,
+                case.args.join(" "),
+                dir.display()
+            )),
+        }
+    }
+    println!("{test}: {cases} cases, {ran} ran to the end, {refused} refused or reported");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases broke an invariant:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn shipped_scenes() -> Vec<(String, Vec<u8>)> {
+    let mut scenes: Vec<(String, Vec<u8>)> = std::fs::read_dir("scenes")
+        .expect("scenes/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "ron"))
+        .map(|p| {
+            let name = p.file_name().expect("name").to_string_lossy().into_owned();
+            (name, std::fs::read(&p).expect("scene reads"))
+        })
+        .collect();
+    scenes.sort();
+    scenes
+}
+
+/// The `dt` a scene text sets, if it reads as one (else the default).
+fn scene_dt(text: &[u8]) -> f64 {
+    let text = String::from_utf8_lossy(text);
+    text.split("dt:")
+        .nth(1)
+        .and_then(|rest| {
+            let number: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+                .collect();
+            number.parse::<f64>().ok()
+        })
+        .filter(|dt| dt.is_finite() && *dt > 0.0)
+        .unwrap_or(0.0025)
+}
+
+/// `run` of `scene.ron` for a few steps of its own h, into `out.csv`.
+fn run_case(kind: &'static str, seed: u64, rng: &mut StdRng, text: Vec<u8>, dt: f64) -> Case {
+    let steps = rng.random_range(1..=generate::MAX_STEPS / 2) as f64;
+    let mut args = vec![
+        "run".to_owned(),
+        "{dir}/scene.ron".to_owned(),
+        format!("--duration={:?}", (steps * dt).max(1e-9)),
+        format!("--max-steps={}", generate::MAX_STEPS),
+        "--csv".to_owned(),
+        "{dir}/out.csv".to_owned(),
+    ];
+    if rng.random_bool(0.2) {
+        let stepper = [
+            "stewart-trinkle",
+            "moreau-jean",
+            "anitescu-potra",
+            "euler-lcp",
+        ][rng.random_range(0..4)];
+        args.push(format!("--stepper={stepper}"));
+    }
+    Case {
+        kind,
+        seed,
+        args,
+        files: vec![("scene.ron".to_owned(), text)],
+        csv: Some("out.csv".to_owned()),
+    }
+}
+
+#[test]
+fn scene_mutations() {
+    let scenes = shipped_scenes();
+    fuzz("scene_mutations", |rng, seed| {
+        let (_, source) = &scenes[(seed as usize) % scenes.len()];
+        let (_, other) = &scenes[rng.random_range(0..scenes.len())];
+        let text = mutate::mutate(rng, source, other);
+        let dt = scene_dt(&text);
+        run_case("scene mutation", seed, rng, text, dt)
+    });
+}
+
+#[test]
+fn random_scenes() {
+    fuzz("random_scenes", |rng, seed| {
+        let (text, dt) = generate::scene(rng);
+        run_case("random scene", seed, rng, text.into_bytes(), dt)
+    });
+}
+
+#[test]
+fn command_lines() {
+    fuzz("command_lines", |rng, seed| {
+        let args = generate::command_line(rng);
+        let csv = args
+            .iter()
+            .any(|a| a == "{dir}/out.csv")
+            .then(|| "out.csv".to_owned());
+        Case {
+            kind: "command line",
+            seed,
+            args,
+            files: Vec::new(),
+            csv,
+        }
+    });
+}
+
+#[test]
+fn dat_files() {
+    fuzz("dat_files", |rng, seed| {
+        let mut args = vec!["lcp".to_owned()];
+        if rng.random_bool(0.2) {
+            args.push(format!("--max-size={}", rng.random_range(0..=50)));
+        }
+        let mut files = Vec::new();
+        for i in 0..rng.random_range(1..=3) {
+            let mut text = generate::dat(rng).into_bytes();
+            if rng.random_bool(0.4) {
+                let other = generate::dat(rng).into_bytes();
+                text = mutate::mutate(rng, &text, &other);
+            }
+            let name = format!("lcp{i}.dat");
+            args.push(format!("{{dir}}/{name}"));
+            files.push((name, text));
+        }
+        Case {
+            kind: "dat file",
+            seed,
+            args,
+            files,
+            csv: None,
+        }
+    });
+}
