@@ -36,6 +36,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
     let params = apply_overrides(&scene, &args.overrides)?;
     let mut sim = Simulation::with_params(scene, params);
+    if let Some(path) = &args.state {
+        crate::sim::snapshot::load_into(&mut sim, path).map_err(|e| e.to_string())?;
+    }
     if let Some(dir) = &args.dump_lcp {
         std::fs::create_dir_all(dir).map_err(|e| format!("--dump-lcp {}: {e}", dir.display()))?;
         sim.set_record_lcp(true);
