@@ -34,8 +34,8 @@ impl Default for Timeline {
 impl Timeline {
     /// 60 s of simulated time.
     pub const DEFAULT_SPAN: f64 = 60.0;
-    /// 512 MiB.
-    pub const DEFAULT_CAP: usize = 512 << 20;
+    /// 500 MB.
+    pub const DEFAULT_CAP: usize = 500_000_000;
 
     /// An empty timeline keeping `span` seconds within `cap` bytes.
     pub fn new(span: f64, cap: usize) -> Self {

@@ -121,3 +121,34 @@ fn content(shape: &Shape, dimension: Dimension) -> f64 {
         (Shape::Box { half_extents: h }, Dimension::Planar) => 4.0 * h[0] * h[1],
     }
 }
+
+/// Where the ray from `origin` along `direction` (physics frame) first meets
+/// a body or a static surface at q: what a throw aims at. `None` when it
+/// meets neither.
+pub fn aim_point(
+    system: &crate::model::RigidSystem,
+    q: &nalgebra::DVector<f64>,
+    origin: &Vector3<f64>,
+    direction: &Vector3<f64>,
+) -> Option<Vector3<f64>> {
+    let body = system
+        .ray_cast(q, origin, direction)
+        .map(|hit| (hit.distance, hit.point));
+    let surface = system
+        .surfaces
+        .iter()
+        .filter_map(|s| {
+            let approach = s.normal.dot(direction);
+            if approach >= 0.0 {
+                return None;
+            }
+            let t = (s.offset - s.normal.dot(origin)) / approach;
+            (t >= 0.0 && t.is_finite()).then(|| (t, origin + direction * t))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    [body, surface]
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, p)| p)
+}
