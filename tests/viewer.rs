@@ -761,3 +761,43 @@ mod pointer {
         assert_eq!(body_transforms(&mut app).len(), 2, "gone before the throw");
     }
 }
+
+/// `contactlab SCENE --state SNAPSHOT`: the viewer starts where the snapshot
+/// was taken, thrown bodies included.
+#[test]
+fn the_viewer_starts_from_a_snapshot() {
+    use contactlab::sim::throw::{Projectile, projectile};
+    let mut original = load("box_stack.ron");
+    for _ in 0..20 {
+        original.step().expect("step");
+    }
+    let spec = projectile(
+        &original,
+        Projectile::Box,
+        nalgebra::Vector3::new(2.0, 0.0, 1.0),
+        nalgebra::Vector3::zeros(),
+        2.0,
+    )
+    .expect("projectile");
+    original.add_body(spec).expect("thrown");
+    original.step().expect("step");
+    let path = std::env::temp_dir().join(format!(
+        "contactlab-viewer-state-{}.ron",
+        std::process::id()
+    ));
+    original.save_snapshot(&path).expect("saved");
+    let scene = common::project_dir().join("scenes").join("box_stack.ron");
+    let started =
+        contactlab::viewer::load_simulation_from(&scene, &Default::default(), Some(&path))
+            .expect("starts from the snapshot");
+    assert_eq!(started.state, original.state);
+    assert_eq!(started.steps, original.steps);
+    let mut app = app(started);
+    ticks(&mut app, 3);
+    assert_eq!(
+        body_transforms(&mut app).len(),
+        3,
+        "the thrown box is drawn"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -143,10 +143,14 @@ pub fn part(sim: &Simulation, index: usize) -> Option<PartReport> {
         .collect();
     used.sort_unstable();
     used.dedup();
-    let velocity_of = |i: usize| match sim.model() {
-        // For a linear system q and v are indexed alike.
-        Model::Linear(_) => sim.state.v.get(i).copied().unwrap_or(f64::NAN),
-        Model::Rigid(_) => f64::NAN,
+    // q and v are indexed alike in a linear system and for planar bodies
+    // (x, y, θ); a spatial body's quaternion has no velocity of its own.
+    let velocity_of = |i: usize| {
+        if sim.model().is_planar() {
+            sim.state.v.get(i).copied().unwrap_or(f64::NAN)
+        } else {
+            f64::NAN
+        }
     };
     Some(PartReport {
         name: part.name.clone(),
