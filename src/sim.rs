@@ -1,11 +1,27 @@
 //! A running simulation: a scene, the live parameters, the state and the
 //! stepper. The headless runner and the viewer both drive this one type.
+//!
+//! Beyond stepping, a person's hands on it: a perturbation force on a body
+//! ([`Simulation::set_perturbation`]), bodies added while it runs
+//! ([`Simulation::add_body`]), checkpoints of everything a step depends on
+//! ([`Simulation::checkpoint`], kept by [`history::Timeline`]), snapshot
+//! files ([`snapshot`]) and what a panel shows of one body ([`inspect`]).
+
+pub mod footprint;
+pub mod history;
+pub mod inspect;
+pub mod snapshot;
+pub mod throw;
 
 use crate::lcp::LcpStatus;
-use crate::model::{Model, State};
+use crate::model::{Model, Perturbation, State};
 use crate::params::{Params, StepperKind};
-use crate::scene::Scene;
+use crate::scene::magnitude;
+use crate::scene::{BodySpec, Scene};
 use crate::stepper::{AnitescuPotra, MoreauJean, StepReport, StewartTrinkle};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Why a step was not taken.
@@ -35,6 +51,108 @@ pub enum StepFailure {
     },
 }
 
+/// The four steppers with what each remembers between steps: active sets,
+/// warm-start bases by contact identity, the last impulses and the
+/// regularization levels. A step's result depends on these as well as on the
+/// state, so a checkpoint or a snapshot that is to continue bit for bit keeps
+/// them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Steppers {
+    /// Stewart–Trinkle.
+    pub stewart_trinkle: StewartTrinkle,
+    /// Moreau–Jean.
+    pub moreau_jean: MoreauJean,
+    /// Anitescu–Potra, linearly implicit.
+    pub anitescu_potra: AnitescuPotra,
+    /// Anitescu–Potra with every force explicit (Euler LCP).
+    pub euler_lcp: AnitescuPotra,
+}
+
+impl Default for Steppers {
+    fn default() -> Self {
+        Self {
+            stewart_trinkle: StewartTrinkle::default(),
+            moreau_jean: MoreauJean::default(),
+            anitescu_potra: AnitescuPotra::linearly_implicit(),
+            euler_lcp: AnitescuPotra::euler(),
+        }
+    }
+}
+
+impl Steppers {
+    fn clear(&mut self) {
+        self.stewart_trinkle.clear();
+        self.moreau_jean.clear();
+        self.anitescu_potra.clear();
+        self.euler_lcp.clear();
+    }
+
+    fn set_record_lcp(&mut self, on: bool) {
+        self.stewart_trinkle.solver.keep_lcp = on;
+        self.moreau_jean.record_lcp = on;
+        self.anitescu_potra.record_lcp = on;
+        self.euler_lcp.record_lcp = on;
+    }
+
+    fn record_lcp(&self) -> bool {
+        self.stewart_trinkle.solver.keep_lcp
+    }
+}
+
+/// Everything a step depends on besides the model and the parameters: the
+/// state, the steppers' memory, the step count and report, and the bodies
+/// added so far. Restoring one ([`Simulation::restore`]) and stepping with the
+/// same parameters repeats the original steps bit for bit.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// The state.
+    pub state: State,
+    /// Steps taken to reach it.
+    pub steps: u64,
+    /// The report of the step that reached it (its LCP dropped).
+    pub last: Option<StepReport>,
+    /// The steppers' memory.
+    pub steppers: Steppers,
+    /// The bodies added to the scene by then (shared between checkpoints).
+    pub added: Arc<Vec<BodySpec>>,
+}
+
+impl Checkpoint {
+    /// Simulation time, s.
+    pub fn t(&self) -> f64 {
+        self.state.t
+    }
+
+    /// About how many bytes the checkpoint holds (its heap data and itself).
+    pub fn footprint(&self) -> usize {
+        let report = self.last.as_ref().map_or(0, |r| {
+            std::mem::size_of::<StepReport>()
+                + r.contacts
+                    .iter()
+                    .map(footprint::contact_report)
+                    .sum::<usize>()
+        });
+        std::mem::size_of::<Self>()
+            + 8 * (self.state.q.len() + self.state.v.len())
+            + report
+            + footprint::serialized(&self.steppers)
+    }
+}
+
+/// Why a hand on the simulation was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum HandError {
+    /// The model is a generalized linear system: it has no bodies.
+    #[error("a generalized linear system has no bodies to {0}")]
+    Linear(&'static str),
+    /// The perturbation names no body or holds a number out of range.
+    #[error("perturbation: {0}")]
+    Perturbation(String),
+    /// The body is not valid.
+    #[error("{0}")]
+    Body(String),
+}
+
 /// A scene being simulated.
 #[derive(Debug, Clone)]
 pub struct Simulation {
@@ -50,10 +168,11 @@ pub struct Simulation {
     pub last: Option<StepReport>,
     /// Why the last step was not taken (`None` after a solved step).
     pub failure: Option<StepFailure>,
-    stewart_trinkle: StewartTrinkle,
-    moreau_jean: MoreauJean,
-    anitescu_potra: AnitescuPotra,
-    euler_lcp: AnitescuPotra,
+    steppers: Steppers,
+    /// Bodies added while running, in order (after the scene file's own).
+    added: Arc<Vec<BodySpec>>,
+    /// How many bodies the scene file declares.
+    base_bodies: usize,
 }
 
 impl Simulation {
@@ -71,10 +190,9 @@ impl Simulation {
             steps: 0,
             last: None,
             failure: None,
-            stewart_trinkle: StewartTrinkle::default(),
-            moreau_jean: MoreauJean::default(),
-            anitescu_potra: AnitescuPotra::linearly_implicit(),
-            euler_lcp: AnitescuPotra::euler(),
+            steppers: Steppers::default(),
+            added: Arc::new(Vec::new()),
+            base_bodies: scene.body_count(),
             scene,
         }
     }
@@ -86,10 +204,7 @@ impl Simulation {
 
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
-        self.stewart_trinkle.solver.keep_lcp = on;
-        self.moreau_jean.record_lcp = on;
-        self.anitescu_potra.record_lcp = on;
-        self.euler_lcp.record_lcp = on;
+        self.steppers.set_record_lcp(on);
     }
 
     /// Checks the live parameters against the model.
@@ -107,22 +222,30 @@ impl Simulation {
     /// the state unchanged; its report says why.
     pub fn step(&mut self) -> Result<&StepReport, StepError> {
         self.check_params()?;
+        if let Model::Rigid(system) = &mut self.scene.model {
+            system.hold_perturbation(&self.state.q, &self.state.v);
+        }
         let before = self.state.clone();
+        let steppers = &mut self.steppers;
         let mut report = match self.params.stepper {
             StepperKind::StewartTrinkle => {
-                self.stewart_trinkle
+                steppers
+                    .stewart_trinkle
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
             StepperKind::MoreauJean => {
-                self.moreau_jean
+                steppers
+                    .moreau_jean
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
             StepperKind::AnitescuPotra => {
-                self.anitescu_potra
+                steppers
+                    .anitescu_potra
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
             StepperKind::EulerLcp => {
-                self.euler_lcp
+                steppers
+                    .euler_lcp
                     .step(&self.scene.model, &self.params, &mut self.state)
             }
         };
@@ -142,16 +265,160 @@ impl Simulation {
         Ok(self.last.insert(report))
     }
 
-    /// Back to the initial state (parameters are kept).
+    /// Back to the initial state (parameters are kept; bodies added while
+    /// running and the perturbation are removed).
     pub fn reset(&mut self) {
+        self.scene.truncate_bodies(self.base_bodies);
+        self.added = Arc::new(Vec::new());
+        if let Model::Rigid(system) = &mut self.scene.model {
+            system.perturbation = None;
+        }
         self.state = self.scene.initial.clone();
         self.steps = 0;
         self.last = None;
         self.failure = None;
-        self.stewart_trinkle.clear();
-        self.moreau_jean.clear();
-        self.anitescu_potra.clear();
-        self.euler_lcp.clear();
+        self.steppers.clear();
+    }
+
+    /// Forgets what the steppers remember between steps (the next step
+    /// starts cold, as from a scene file).
+    pub fn clear_caches(&mut self) {
+        self.steppers.clear();
+    }
+
+    /// The steppers and their memory.
+    pub fn steppers(&self) -> &Steppers {
+        &self.steppers
+    }
+
+    /// Everything the next steps depend on besides the model and the
+    /// parameters.
+    pub fn checkpoint(&self) -> Checkpoint {
+        let last = self.last.clone().map(|mut r| {
+            r.lcp = None;
+            r
+        });
+        Checkpoint {
+            state: self.state.clone(),
+            steps: self.steps,
+            last,
+            steppers: self.steppers.clone(),
+            added: Arc::clone(&self.added),
+        }
+    }
+
+    /// Goes back (or forward) to a checkpoint of this simulation: its state,
+    /// the steppers' memory, and the bodies added by then (later ones leave
+    /// the model, earlier ones come back). The parameters and the
+    /// perturbation stay as they are.
+    pub fn restore(&mut self, checkpoint: &Checkpoint) {
+        let record_lcp = self.steppers.record_lcp();
+        if !Arc::ptr_eq(&self.added, &checkpoint.added) {
+            // Bodies only ever append, so the checkpoint's added bodies are
+            // rebuilt on the scene file's own ones; each was valid when added.
+            self.scene.truncate_bodies(self.base_bodies);
+            let origin = self.scene.path.clone();
+            for (k, spec) in checkpoint.added.iter().enumerate() {
+                if let Err(e) = self.scene.add_body(spec, self.base_bodies + k, "", &origin) {
+                    debug_assert!(false, "a body added before no longer builds: {e}");
+                }
+            }
+            self.added = Arc::clone(&checkpoint.added);
+        }
+        self.state = checkpoint.state.clone();
+        self.steps = checkpoint.steps;
+        self.last = checkpoint.last.clone();
+        self.failure = None;
+        self.steppers = checkpoint.steppers.clone();
+        self.steppers.set_record_lcp(record_lcp);
+    }
+
+    /// The bodies added while running, in order (they follow the scene
+    /// file's own).
+    pub fn added_bodies(&self) -> &[BodySpec] {
+        &self.added
+    }
+
+    /// How many bodies the scene file itself declares.
+    pub fn base_bodies(&self) -> usize {
+        self.base_bodies
+    }
+
+    /// Adds a body to a running rigid scene at the spec's pose and velocity:
+    /// it joins the model (contacts, energies, the CSV columns of a run that
+    /// starts later) and the state; existing contacts keep their identities.
+    /// Returns its index.
+    pub fn add_body(&mut self, spec: BodySpec) -> Result<usize, HandError> {
+        if matches!(self.model(), Model::Linear(_)) {
+            return Err(HandError::Linear("add a body to"));
+        }
+        let index = self.scene.body_count();
+        let origin = self.scene.path.clone();
+        let built = self
+            .scene
+            .add_body(&spec, index, "", &origin)
+            .map_err(|e| HandError::Body(e.to_string()))?;
+        let append = |x: &nalgebra::DVector<f64>, extra: &[f64]| {
+            let mut out = x.clone().resize_vertically(x.len() + extra.len(), 0.0);
+            out.rows_mut(x.len(), extra.len()).copy_from_slice(extra);
+            out
+        };
+        self.state.q = append(&self.state.q, &built.q);
+        self.state.v = append(&self.state.v, &built.v);
+        let mut added = (*self.added).clone();
+        added.push(spec);
+        self.added = Arc::new(added);
+        Ok(index)
+    }
+
+    /// Sets (or with `None` removes) the hand on a body: a spring–damper
+    /// from a point of the body to a target in the world, applied from the
+    /// next step on ([`crate::model::perturbation`]).
+    pub fn set_perturbation(
+        &mut self,
+        perturbation: Option<Perturbation>,
+    ) -> Result<(), HandError> {
+        let Model::Rigid(system) = &mut self.scene.model else {
+            return match perturbation {
+                None => Ok(()),
+                Some(_) => Err(HandError::Linear("perturb")),
+            };
+        };
+        if let Some(p) = &perturbation {
+            if p.body >= system.bodies.len() {
+                return Err(HandError::Perturbation(format!(
+                    "no body {} (the scene has {})",
+                    p.body,
+                    system.bodies.len()
+                )));
+            }
+            let mut numbers = p
+                .grab
+                .iter()
+                .chain(p.target.iter())
+                .chain([&p.stiffness, &p.damping]);
+            if numbers.any(|&x| !magnitude::allowed(x)) || p.stiffness < 0.0 || p.damping < 0.0 {
+                return Err(HandError::Perturbation(format!(
+                    "grab, target, stiffness and damping must be finite, at most {:e}, and k, c ≥ 0",
+                    magnitude::MAX_MAGNITUDE
+                )));
+            }
+        }
+        system.perturbation = perturbation;
+        Ok(())
+    }
+
+    /// The hand on a body, if any.
+    pub fn perturbation(&self) -> Option<&Perturbation> {
+        match self.model() {
+            Model::Rigid(s) => s.perturbation.as_ref(),
+            Model::Linear(_) => None,
+        }
+    }
+
+    /// Writes the current state as a snapshot file (see [`snapshot`]).
+    pub fn save_snapshot(&self, path: &Path) -> Result<(), String> {
+        snapshot::Snapshot::of(self).save(path)
     }
 
     /// One line on why the last step was not taken: which step (its index

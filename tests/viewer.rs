@@ -359,3 +359,445 @@ fn the_recording_overlay_names_the_live_parameters() {
     );
     assert!(!text.contains('γ') && !text.contains('δ'), "{text}");
 }
+
+/// The viewer keeps a checkpoint per step; scrubbing back and resuming (a
+/// fork without changes) steps through the very same states, and the plots
+/// lose the discarded future until it is stepped again.
+#[test]
+fn the_timeline_scrubs_back_and_replays_bit_for_bit() {
+    use contactlab::viewer::History;
+    let mut app = app(load("four_balls.ron"));
+    ticks(&mut app, 100);
+    let stored: Vec<_> = {
+        let history = app.world().resource::<History>();
+        assert_eq!(history.timeline.len(), 101, "t = 0 and one per step");
+        (0..=100)
+            .map(|i| history.timeline.get(i).expect("kept").state.clone())
+            .collect()
+    };
+    app.world_mut().resource_mut::<SimControl>().paused = true;
+    app.world_mut()
+        .resource_scope(|world, mut history: Mut<History>| {
+            world.resource_scope(|world, mut s: Mut<Sim>| {
+                let mut previous = world.resource_mut::<PreviousState>();
+                assert!(history.scrub(40, &mut s, &mut previous));
+            });
+        });
+    assert_eq!(sim(&app).state, stored[40]);
+    app.update();
+    assert_eq!(sim(&app).state, stored[40], "paused on the scrubbed step");
+    app.world_mut().resource_mut::<SimControl>().paused = false;
+    while sim(&app).steps < 41 {
+        app.update();
+    }
+    let newest_sample = app
+        .world()
+        .resource::<History>()
+        .samples
+        .back()
+        .map(|s| s.t);
+    assert_eq!(newest_sample, Some(stored[41].t), "the plots forked too");
+    while sim(&app).steps < 100 {
+        app.update();
+        let s = sim(&app);
+        assert!(
+            s.state == stored[s.steps as usize],
+            "step {} after the fork differs",
+            s.steps
+        );
+    }
+    assert_eq!(app.world().resource::<History>().timeline.len(), 101);
+}
+
+// ---------------------------------------------------------------------------
+// Hands on the scene: synthetic pointer events through Bevy's picking.
+
+mod pointer {
+    use super::*;
+    use bevy::camera::{ComputedCameraValues, RenderTarget, RenderTargetInfo};
+    use bevy::picking::pointer::{Location, PointerAction, PointerButton, PointerId, PointerInput};
+    use bevy::picking::{InteractionPlugin, PickingPlugin};
+    use bevy::window::{PrimaryWindow, WindowRef, WindowResolution};
+    use contactlab::viewer::camera::{MainCamera, ViewRig};
+    use contactlab::viewer::hands::{Grab, Hands, HandsPlugin, Selected, Selection, Tool};
+    use contactlab::viewer::sim::physics_to_world;
+
+    const SIZE: (u32, u32) = (1280, 800);
+
+    /// Two boxes (2 kg and 0.5 kg) resting apart on a frictionless table, in
+    /// the plane.
+    fn two_boxes() -> Simulation {
+        let text = "Scene(name: \"boxes\", params: (dt: 0.002, mu: 0.0),
+            camera: (target: (0.0, 0.3, 0.0), distance: 1.0),
+            system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+              bodies: [
+                (name: \"heavy\", shape: Box(half_extents: (0.15, 0.1, 0.1)), mass: 2.0, position: (-0.4, 0.1, 0.0)),
+                (name: \"light\", shape: Box(half_extents: (0.1, 0.1, 0.1)), mass: 0.5, position: (0.4, 0.1, 0.0)),
+              ],
+              surfaces: [(name: \"table\", normal: (0.0, 1.0, 0.0))])))";
+        let scene = contactlab::scene::parse(text, Path::new("boxes.ron")).expect("loads");
+        Simulation::new(scene)
+    }
+
+    /// A headless app with picking, the hands and a camera over a
+    /// 1280×800 window, as the viewer frames the scene.
+    fn pointer_app(simulation: Simulation) -> App {
+        let rig = ViewRig::for_scene(&Sim(simulation.clone()));
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins)
+            .add_plugins((PickingPlugin, InteractionPlugin))
+            .add_plugins(SimPlugin::new(simulation))
+            .add_plugins(HandsPlugin)
+            .init_resource::<ButtonInput<KeyCode>>()
+            .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        app.world_mut().spawn((
+            Window {
+                resolution: WindowResolution::new(SIZE.0, SIZE.1),
+                ..default()
+            },
+            PrimaryWindow,
+        ));
+        app.world_mut().spawn(PointerId::Mouse);
+        let mut projection = rig.projection();
+        projection.update(SIZE.0 as f32, SIZE.1 as f32);
+        let transform = rig.transform();
+        app.world_mut().spawn((
+            MainCamera,
+            Camera {
+                computed: ComputedCameraValues {
+                    clip_from_view: projection.get_clip_from_view(),
+                    target_info: Some(RenderTargetInfo {
+                        physical_size: UVec2::new(SIZE.0, SIZE.1),
+                        scale_factor: 1.0,
+                    }),
+                    ..default()
+                },
+                ..default()
+            },
+            RenderTarget::Window(WindowRef::Primary),
+            projection,
+            transform,
+            GlobalTransform::from(transform),
+            rig,
+        ));
+        app.update();
+        app
+    }
+
+    /// Where body i's centre is on screen, logical pixels.
+    fn on_screen(app: &mut App, i: usize) -> Vec2 {
+        let s = sim(app).clone();
+        let Model::Rigid(system) = s.model() else {
+            panic!("rigid")
+        };
+        let p = system.position(&s.state.q, i);
+        let world =
+            physics_to_world(system.dimension) * Vec3::new(p.x as f32, p.y as f32, p.z as f32);
+        let mut query = app
+            .world_mut()
+            .query_filtered::<(&Camera, &GlobalTransform), With<MainCamera>>();
+        let (camera, transform) = query.single(app.world()).expect("camera");
+        camera
+            .world_to_viewport(transform, world)
+            .expect("on screen")
+    }
+
+    fn send(app: &mut App, position: Vec2, action: PointerAction) {
+        let window = app
+            .world_mut()
+            .query_filtered::<Entity, With<PrimaryWindow>>()
+            .single(app.world())
+            .expect("window");
+        let target = RenderTarget::Window(WindowRef::Primary)
+            .normalize(Some(window))
+            .expect("a window target");
+        app.world_mut().write_message(PointerInput::new(
+            PointerId::Mouse,
+            Location { target, position },
+            action,
+        ));
+    }
+
+    fn click(app: &mut App, position: Vec2) {
+        send(app, position, PointerAction::Move { delta: Vec2::ZERO });
+        send(app, position, PointerAction::Press(PointerButton::Primary));
+        app.update();
+        send(
+            app,
+            position,
+            PointerAction::Release(PointerButton::Primary),
+        );
+        app.update();
+    }
+
+    fn selection(app: &App) -> Option<Selected> {
+        app.world().resource::<Selection>().0
+    }
+
+    #[test]
+    fn a_click_selects_the_body_under_the_cursor_and_esc_clears_it() {
+        let mut app = pointer_app(two_boxes());
+        ticks(&mut app, 5);
+        let heavy = on_screen(&mut app, 0);
+        let light = on_screen(&mut app, 1);
+        click(&mut app, heavy);
+        assert_eq!(selection(&app), Some(Selected::Body(0)));
+        click(&mut app, light + Vec2::new(5.0, -5.0));
+        assert_eq!(selection(&app), Some(Selected::Body(1)));
+        // Empty space between them keeps the selection.
+        click(&mut app, (heavy + light) / 2.0);
+        assert_eq!(selection(&app), Some(Selected::Body(1)));
+        app.world_mut()
+            .resource_mut::<ButtonInput<KeyCode>>()
+            .press(KeyCode::Escape);
+        app.update();
+        assert_eq!(selection(&app), None);
+        assert!(
+            sim(&app).perturbation().is_none(),
+            "a click does not perturb"
+        );
+    }
+
+    /// The box's horizontal position and velocity.
+    fn x_vx(app: &App, i: usize) -> (f64, f64) {
+        let s = sim(app);
+        let Model::Rigid(system) = s.model() else {
+            panic!("rigid")
+        };
+        (
+            system.position(&s.state.q, i).x,
+            system.linear_velocity(&s.state.v, i).x,
+        )
+    }
+
+    #[test]
+    fn a_drag_pulls_a_box_on_ice_with_k_d_over_m_and_releasing_lets_go() {
+        for (body, mass) in [(0, 2.0), (1, 0.5)] {
+            let mut app = pointer_app(two_boxes());
+            ticks(&mut app, 5);
+            let rate = 4.0;
+            app.world_mut().resource_mut::<Hands>().rate = rate;
+            // Ctrl + press on the box's centre, then move 100 px to the right.
+            app.world_mut()
+                .resource_mut::<ButtonInput<KeyCode>>()
+                .press(KeyCode::ControlLeft);
+            let start = on_screen(&mut app, body);
+            send(&mut app, start, PointerAction::Move { delta: Vec2::ZERO });
+            send(
+                &mut app,
+                start,
+                PointerAction::Press(PointerButton::Primary),
+            );
+            app.update();
+            assert!(
+                app.world().resource::<Grab>().0.is_some(),
+                "Ctrl + press on a body grabs it"
+            );
+            assert_eq!(selection(&app), Some(Selected::Body(body)));
+            let pixels = 100.0;
+            send(
+                &mut app,
+                start + Vec2::new(pixels, 0.0),
+                PointerAction::Move {
+                    delta: Vec2::new(pixels, 0.0),
+                },
+            );
+            app.update();
+            let p = sim(&app).perturbation().expect("perturbing").clone();
+            // The orthographic view shows 2 m of height on 800 px.
+            let d_expected = pixels as f64 * 2.0 / SIZE.1 as f64;
+            let grab = {
+                let s = sim(&app);
+                let Model::Rigid(system) = s.model() else {
+                    panic!()
+                };
+                system.world_point(&s.state.q, body, &p.grab)
+            };
+            let d = p.target.x - grab.x;
+            assert!(
+                (p.target.x - (grab.x + d_expected)).abs() < 2e-3,
+                "target {} m right of the grab point, pointer moved {d_expected} m",
+                d
+            );
+            assert_eq!(p.stiffness, rate * mass, "k = κ m from the slider");
+            // The first steps: a = k d / m within 2 %.
+            let h = sim(&app).params.dt;
+            let (x0, v0) = x_vx(&app, body);
+            let d0 = p.target.x - grab.x;
+            let n = 3;
+            ticks(&mut app, n);
+            let (_, v1) = x_vx(&app, body);
+            let a = (v1 - v0) / (n as f64 * h);
+            let expected = p.stiffness * d0 / mass;
+            assert!(
+                (a - expected).abs() < 0.02 * expected,
+                "body {body}: a = {a} over {n} steps, k d / m = {expected}"
+            );
+            assert!(x_vx(&app, body).0 > x0);
+            // Release: the force is gone, the box coasts on the ice.
+            send(
+                &mut app,
+                start + Vec2::new(pixels, 0.0),
+                PointerAction::Release(PointerButton::Primary),
+            );
+            app.update();
+            assert!(app.world().resource::<Grab>().0.is_none());
+            assert!(sim(&app).perturbation().is_none(), "released");
+            let (_, v2) = x_vx(&app, body);
+            ticks(&mut app, 10);
+            let (_, v3) = x_vx(&app, body);
+            assert!((v3 - v2).abs() < 1e-9, "coasting: {v2} → {v3}");
+        }
+    }
+
+    #[test]
+    fn the_perturb_tool_drags_without_ctrl_and_a_linear_system_refuses() {
+        let mut app = pointer_app(two_boxes());
+        ticks(&mut app, 2);
+        app.world_mut().resource_mut::<Hands>().tool = Tool::Perturb;
+        let start = on_screen(&mut app, 1);
+        send(&mut app, start, PointerAction::Move { delta: Vec2::ZERO });
+        send(
+            &mut app,
+            start,
+            PointerAction::Press(PointerButton::Primary),
+        );
+        app.update();
+        assert!(sim(&app).perturbation().is_some());
+
+        // The woodpecker: its parts can be selected, not perturbed.
+        let mut app = pointer_app(load("woodpecker.ron"));
+        app.world_mut().resource_mut::<Hands>().tool = Tool::Perturb;
+        app.update();
+        // The drawing's entities (their meshes are the renderer's business).
+        let parts = sim(&app).scene.drawing.len();
+        for i in 0..parts {
+            app.world_mut()
+                .spawn(contactlab::viewer::drawing::PartVisual(i));
+        }
+        // The part is hit only where it is drawn now: pause to hold it still.
+        app.world_mut().resource_mut::<SimControl>().paused = true;
+        app.update();
+        let s = sim(&app).clone();
+        let bird = s
+            .scene
+            .drawing
+            .iter()
+            .position(|p| p.name == "bird")
+            .expect("bird");
+        let point = s.scene.drawing[bird].to_world(&s.state.q, [0.015, 0.02]);
+        let head = camera_point(&mut app, Vec3::new(point[0] as f32, point[1] as f32, 0.0));
+        send(&mut app, head, PointerAction::Move { delta: Vec2::ZERO });
+        send(&mut app, head, PointerAction::Press(PointerButton::Primary));
+        app.update();
+        assert!(sim(&app).perturbation().is_none());
+        assert!(
+            app.world()
+                .resource::<Hands>()
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("linear system")),
+            "the press says why"
+        );
+        send(
+            &mut app,
+            head,
+            PointerAction::Release(PointerButton::Primary),
+        );
+        app.update();
+        assert_eq!(
+            selection(&app),
+            Some(Selected::Part(bird)),
+            "a click selects the part"
+        );
+    }
+
+    fn camera_point(app: &mut App, world: Vec3) -> Vec2 {
+        let mut query = app
+            .world_mut()
+            .query_filtered::<(&Camera, &GlobalTransform), With<MainCamera>>();
+        let (camera, transform) = query.single(app.world()).expect("camera");
+        camera
+            .world_to_viewport(transform, world)
+            .expect("on screen")
+    }
+
+    #[test]
+    fn a_throw_adds_a_body_with_an_entity_and_contacts() {
+        let mut app = pointer_app(two_boxes());
+        ticks(&mut app, 2);
+        app.world_mut().resource_mut::<Hands>().tool = Tool::Throw;
+        let on_table = camera_point(&mut app, Vec3::new(0.0, 0.0, 0.0));
+        click(&mut app, on_table);
+        let bodies = match sim(&app).model() {
+            Model::Rigid(s) => s.bodies.len(),
+            Model::Linear(_) => 0,
+        };
+        assert_eq!(bodies, 3, "{:?}", app.world().resource::<Hands>().message);
+        ticks(&mut app, 2);
+        assert_eq!(body_transforms(&mut app).len(), 3, "an entity for it");
+        let mut landed = false;
+        for _ in 0..600 {
+            app.update();
+            landed |= sim(&app).last.as_ref().is_some_and(|r| {
+                r.contacts
+                    .iter()
+                    .any(|c| c.id.a == 2 && c.normal_impulse > 0.0)
+            });
+        }
+        assert!(landed, "the thrown body touches down");
+        // Scrubbing back before the throw removes its entity.
+        {
+            let world = app.world_mut();
+            world.resource_scope(|world, mut history: Mut<contactlab::viewer::History>| {
+                world.resource_scope(|world, mut s: Mut<Sim>| {
+                    let mut previous = world.resource_mut::<PreviousState>();
+                    assert!(history.scrub(0, &mut s, &mut previous));
+                });
+            });
+        }
+        app.world_mut().resource_mut::<SimControl>().paused = true;
+        ticks(&mut app, 2);
+        assert_eq!(body_transforms(&mut app).len(), 2, "gone before the throw");
+    }
+}
+
+/// `contactlab SCENE --state SNAPSHOT`: the viewer starts where the snapshot
+/// was taken, thrown bodies included.
+#[test]
+fn the_viewer_starts_from_a_snapshot() {
+    use contactlab::sim::throw::{Projectile, projectile};
+    let mut original = load("box_stack.ron");
+    for _ in 0..20 {
+        original.step().expect("step");
+    }
+    let spec = projectile(
+        &original,
+        Projectile::Box,
+        nalgebra::Vector3::new(2.0, 0.0, 1.0),
+        nalgebra::Vector3::zeros(),
+        2.0,
+    )
+    .expect("projectile");
+    original.add_body(spec).expect("thrown");
+    original.step().expect("step");
+    let path = std::env::temp_dir().join(format!(
+        "contactlab-viewer-state-{}.ron",
+        std::process::id()
+    ));
+    original.save_snapshot(&path).expect("saved");
+    let scene = common::project_dir().join("scenes").join("box_stack.ron");
+    let started =
+        contactlab::viewer::load_simulation_from(&scene, &Default::default(), Some(&path))
+            .expect("starts from the snapshot");
+    assert_eq!(started.state, original.state);
+    assert_eq!(started.steps, original.steps);
+    let mut app = app(started);
+    ticks(&mut app, 3);
+    assert_eq!(
+        body_transforms(&mut app).len(),
+        3,
+        "the thrown box is drawn"
+    );
+    let _ = std::fs::remove_file(&path);
+}

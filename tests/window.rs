@@ -40,19 +40,30 @@ fn share(pixels: &[[u8; 3]], rgb: [u8; 3], tol: u8) -> f64 {
 
 /// Runs the viewer on `scene` for `frames` frames and returns the screenshot.
 fn screenshot(scene: &str, frames: u32) -> (u32, u32, Vec<[u8; 3]>) {
+    screenshot_with(scene, frames, &[], None)
+}
+
+/// The same with extra arguments; `keep` copies the PNG there too.
+fn screenshot_with(
+    scene: &str,
+    frames: u32,
+    extra: &[&str],
+    keep: Option<&Path>,
+) -> (u32, u32, Vec<[u8; 3]>) {
     let out = std::env::temp_dir().join(format!(
         "contactlab-window-{}-{scene}.png",
         std::process::id()
     ));
     let binary = env!("CARGO_BIN_EXE_contactlab");
     let scene = common::project_dir().join("scenes").join(scene);
-    let args = [
+    let mut args = vec![
         scene.to_string_lossy().into_owned(),
         "--screenshot".to_owned(),
         out.to_string_lossy().into_owned(),
         "--frames".to_owned(),
         frames.to_string(),
     ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
     // CI runs the tests under xvfb-run; run from a bare terminal, start one.
     let mut command = if std::env::var_os("DISPLAY").is_some() {
         Command::new(binary)
@@ -87,6 +98,9 @@ fn screenshot(scene: &str, frames: u32) -> (u32, u32, Vec<[u8; 3]>) {
         String::from_utf8_lossy(&output.stderr)
     );
     let decoded = decode(&out);
+    if let Some(keep) = keep {
+        std::fs::copy(&out, keep).expect("screenshot kept");
+    }
     let _ = std::fs::remove_file(&out);
     decoded
 }
@@ -115,13 +129,54 @@ fn the_viewer_renders_the_rod_scene_in_a_real_window() {
 
 /// A linear system is drawn from its scene's `drawing` section: the
 /// woodpecker's brown pole and red bird are on screen, unlit, in exactly the
-/// file's colours ((0.55, 0.4, 0.25) and (0.8, 0.2, 0.15) in sRGB).
+/// file's colours ((0.55, 0.4, 0.25) and (0.8, 0.2, 0.15) in sRGB). At
+/// t = 2.5 s the sleeve is 0.33 m down the pole, far below the initial view
+/// (0.13 m of half height): the bird is there because the camera follows the
+/// sleeve (the scene's `follow: "sleeve"`).
 #[test]
-fn the_woodpecker_is_drawn_from_its_generalized_coordinates() {
-    let (width, height, pixels) = screenshot("woodpecker.ron", 20);
+fn the_woodpecker_is_drawn_from_its_generalized_coordinates_and_followed() {
+    let (width, height, pixels) = screenshot("woodpecker.ron", 150);
     assert_eq!((width, height), WINDOW);
     let pole = share(&pixels, [140, 102, 64], 1);
     let bird = share(&pixels, [204, 51, 38], 1);
     assert!(pole > 0.005, "pole colour covers {pole:.4}");
     assert!(bird > 0.001, "bird colour covers {bird:.4}");
+}
+
+/// Hands on the scene in a real window: a scripted pointer (`--drag`) grabs
+/// a box of the pile in the perturb tool and pulls it across the table. The
+/// picture has the inspector open (the box's numbers and contacts), the
+/// box's yellow outline and the red spring to the cursor. With
+/// `CONTACTLAB_SCREENSHOTS=1` it is also written to
+/// `assets/screenshot-hands.png` (the README's picture).
+#[test]
+fn a_drag_in_progress_with_the_inspector_open() {
+    let keep = std::env::var_os("CONTACTLAB_SCREENSHOTS").map(|_| {
+        common::project_dir()
+            .join("assets")
+            .join("screenshot-hands.png")
+    });
+    let (width, height, pixels) = screenshot_with(
+        "pile.ron",
+        120,
+        &["--drag", "box5", "--drag-by", "200,20"],
+        keep.as_deref(),
+    );
+    assert_eq!((width, height), WINDOW);
+    // The spring (1.0, 0.35, 0.3) and the outline (1.0, 0.92, 0.35), drawn
+    // unlit by the gizmos.
+    let spring = share(&pixels, [255, 160, 149], 0).max(share(&pixels, [255, 89, 77], 6));
+    let outline = share(&pixels, [255, 235, 89], 6);
+    assert!(spring > 2e-5, "the spring covers {spring:.6}");
+    assert!(outline > 2e-4, "the selection outline covers {outline:.6}");
+    // The inspector's contact states: "slip" in orange text in the panel.
+    let panel_slip = pixels
+        .chunks(WINDOW.0 as usize)
+        .flat_map(|row| row[..390].iter())
+        .filter(|p| p[0] > 230 && (140..170).contains(&p[1]) && p[2] < 60)
+        .count();
+    assert!(
+        panel_slip > 20,
+        "orange contact states in the panel: {panel_slip} px"
+    );
 }

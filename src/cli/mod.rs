@@ -37,6 +37,16 @@ pub struct ViewArgs {
     /// Frames to render before the screenshot.
     #[arg(long, default_value_t = 60)]
     pub frames: u32,
+    /// Start from this snapshot (saved with the panel's "Save state").
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// For screenshots: after a third of `--frames`, press the pointer on
+    /// this body in "perturb" mode (it is selected and grabbed at its centre)…
+    #[arg(long, hide = true)]
+    pub drag: Option<String>,
+    /// … and move the pointer by DX,DY logical pixels, holding it there.
+    #[arg(long, hide = true, allow_hyphen_values = true)]
+    pub drag_by: Option<String>,
     /// Parameter overrides.
     #[command(flatten)]
     pub overrides: Overrides,
@@ -87,6 +97,10 @@ pub struct RunArgs {
     /// (binary).
     #[arg(long, value_parser = limits::parse_bytes, default_value = "1G")]
     pub max_csv_size: u64,
+    /// Start from this snapshot (written by the viewer's "Save state") instead
+    /// of the scene's initial state; the run lasts `duration` from there.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
 }
 
 /// Arguments of `contactlab record`.

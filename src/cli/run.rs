@@ -44,6 +44,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     // thousands of bodies): the bar shows after a second whatever happens.
     let progress = Progress::start(total);
     let mut sim = Simulation::with_params(scene, params);
+    if let Some(path) = &args.state {
+        crate::sim::snapshot::load_into(&mut sim, path).map_err(|e| e.to_string())?;
+    }
     let header = csv_header(sim.model());
     let first = csv_row(sim.model(), &sim.params, &sim.state, None);
     let rows = limits::csv_rows(total, args.every);

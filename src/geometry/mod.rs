@@ -7,6 +7,7 @@
 //! Body–body contacts come from parry's contact manifolds ([`pair`]).
 
 pub mod pair;
+pub mod ray;
 
 use nalgebra::Vector3;
 use serde::{Deserialize, Serialize};

@@ -10,16 +10,19 @@ pub mod element;
 pub mod jacobian;
 pub mod joint;
 pub mod linear;
+pub mod perturbation;
 pub mod rigid;
 
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
+use serde::{Deserialize, Serialize};
 
 pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
-pub use rigid::{Body, Dimension, HalfSpace, Load, RigidSystem};
+pub use perturbation::{Perturbation, PerturbationForce};
+pub use rigid::{Body, BodyHit, Dimension, HalfSpace, Load, RigidSystem};
 
 /// Positions, velocities and time of a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +38,7 @@ pub struct State {
 }
 
 /// What the second side of a contact is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Other {
     /// Another body, by index.
     Body(usize),
@@ -47,7 +50,7 @@ pub enum Other {
 
 /// The identity of a potential contact, stable across steps while the same
 /// features touch. The active set of Stewart–Trinkle §4 is a set of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ContactId {
     /// The first body (or, in a linear system, the contact's index).
     pub a: usize,

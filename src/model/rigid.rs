@@ -5,11 +5,12 @@
 
 use super::element::ForceElement;
 use super::joint::Joint;
+use super::perturbation::{Perturbation, PerturbationForce};
 use super::{
     Block, Contact, ContactFrame, ContactId, ContactJacobian, ImpactCoefficients, Other,
     pyramid_directions,
 };
-use crate::geometry::{PairContact, Shape, pair};
+use crate::geometry::{PairContact, Shape, pair, ray};
 use nalgebra::{
     DMatrix, DVector, DVectorViewMut, Isometry2, Isometry3, Matrix3, Quaternion, Translation3,
     UnitQuaternion, Vector2, Vector3,
@@ -64,6 +65,20 @@ pub struct Load {
     pub phase: f64,
 }
 
+/// Where a ray meets a body ([`RigidSystem::ray_cast`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyHit {
+    /// The body hit.
+    pub body: usize,
+    /// Distance along the ray, in units of its direction's length.
+    pub distance: f64,
+    /// The hit point, world frame, m.
+    pub point: Vector3<f64>,
+    /// The surface's outward unit normal there, world frame (in the plane,
+    /// the normal of the plane, +z).
+    pub normal: Vector3<f64>,
+}
+
 /// Rigid bodies, static surfaces and gravity, with joints, force elements and
 /// external loads.
 #[derive(Debug, Clone)]
@@ -86,6 +101,12 @@ pub struct RigidSystem {
     pub elements: Vec<ForceElement>,
     /// External forces at the centres of mass.
     pub loads: Vec<Load>,
+    /// A hand on a body (the viewer's mouse spring), held through each step
+    /// as an external load ([`Self::hold_perturbation`]).
+    pub perturbation: Option<Perturbation>,
+    /// The perturbation's generalized force for the current step (set by
+    /// [`Self::hold_perturbation`]), N.
+    held_perturbation: Option<DVector<f64>>,
     /// The diagonal of M (m per translation, J per rotation), kg or kg·m².
     mass: DVector<f64>,
     /// Its inverse, per velocity.
@@ -131,9 +152,151 @@ impl RigidSystem {
             joints: Vec::new(),
             elements: Vec::new(),
             loads: Vec::new(),
+            perturbation: None,
+            held_perturbation: None,
             mass,
             mass_inverse,
         }
+    }
+
+    /// Appends a body (it joins the running scene: contacts find it from the
+    /// next step; identities of existing contacts keep their indices) and
+    /// returns its index. The caller extends the state by the body's
+    /// coordinates and velocities.
+    pub fn push_body(&mut self, body: Body, impact: ImpactCoefficients) -> usize {
+        let per = velocity_size(self.dimension);
+        let start = self.mass.len();
+        let diagonal: Vec<f64> = match self.dimension {
+            Dimension::Planar => vec![body.mass, body.mass, body.inertia.z],
+            Dimension::Spatial => vec![
+                body.mass,
+                body.mass,
+                body.mass,
+                body.inertia.x,
+                body.inertia.y,
+                body.inertia.z,
+            ],
+        };
+        debug_assert_eq!(diagonal.len(), per);
+        self.mass.resize_vertically_mut(start + per, 0.0);
+        self.mass_inverse.resize_vertically_mut(start + per, 0.0);
+        for (a, m) in diagonal.into_iter().enumerate() {
+            self.mass[start + a] = m;
+            self.mass_inverse[start + a] = 1.0 / m;
+        }
+        self.bodies.push(body);
+        self.body_impact.push(impact);
+        self.held_perturbation = None;
+        self.bodies.len() - 1
+    }
+
+    /// Keeps only the first `count` bodies (undoes [`Self::push_body`]).
+    /// Bodies that a joint, force element or load refers to are kept: only
+    /// bodies added at run time, which have none, are ever removed.
+    pub fn truncate_bodies(&mut self, count: usize) {
+        let referenced = self
+            .joints
+            .iter()
+            .flat_map(|j| std::iter::once(j.a).chain(j.b))
+            .chain(
+                self.elements
+                    .iter()
+                    .flat_map(|e| std::iter::once(e.a).chain(e.b)),
+            )
+            .chain(self.loads.iter().map(|l| l.body))
+            .map(|i| i + 1)
+            .max()
+            .unwrap_or(0);
+        let count = count.max(referenced);
+        if count >= self.bodies.len() {
+            return;
+        }
+        let per = velocity_size(self.dimension);
+        self.bodies.truncate(count);
+        self.body_impact.truncate(count);
+        self.mass.resize_vertically_mut(count * per, 0.0);
+        self.mass_inverse.resize_vertically_mut(count * per, 0.0);
+        if self.perturbation.as_ref().is_some_and(|p| p.body >= count) {
+            self.perturbation = None;
+        }
+        self.held_perturbation = None;
+    }
+
+    /// The perturbation evaluated at (q, v): F = k (target − p) − c ṗ at the
+    /// grab point p (in the plane z is dropped). `None` without one or when
+    /// it names no body.
+    pub fn perturbation_force(
+        &self,
+        q: &DVector<f64>,
+        v: &DVector<f64>,
+    ) -> Option<PerturbationForce> {
+        let p = self.perturbation.as_ref()?;
+        if p.body >= self.bodies.len() || q.len() != self.config_size() || v.len() != self.dof() {
+            return None;
+        }
+        let point = self.world_point(q, p.body, &p.grab);
+        let r = point - self.position(q, p.body);
+        let velocity =
+            self.linear_velocity(v, p.body) + self.angular_velocity(q, v, p.body).cross(&r);
+        let mut force = (p.target - point) * p.stiffness - velocity * p.damping;
+        if self.dimension == Dimension::Planar {
+            force.z = 0.0;
+        }
+        Some(PerturbationForce {
+            body: p.body,
+            point,
+            target: p.target,
+            force,
+        })
+    }
+
+    /// Evaluates the perturbation at the state a step starts from and holds
+    /// its generalized force Jᵀ F (force and torque r × F about the centre of
+    /// mass) for [`Self::load_forces`] until the next call.
+    pub fn hold_perturbation(&mut self, q: &DVector<f64>, v: &DVector<f64>) {
+        self.held_perturbation = self.perturbation_force(q, v).and_then(|f| {
+            let mut k = DVector::zeros(self.dof());
+            self.add_point_gradient(q, f.body, &f.point, &f.force, 1.0, &mut k.column_mut(0));
+            k.iter().all(|x| x.is_finite()).then_some(k)
+        });
+    }
+
+    /// The nearest body that the ray from `origin` along `direction` (world
+    /// frame, m) hits at q: in space the ray meets the body's surface; in the
+    /// plane, where the ray crosses z = 0 inside the body's outline.
+    pub fn ray_cast(
+        &self,
+        q: &DVector<f64>,
+        origin: &Vector3<f64>,
+        direction: &Vector3<f64>,
+    ) -> Option<BodyHit> {
+        if q.len() != self.config_size() {
+            return None;
+        }
+        let planar = self.dimension == Dimension::Planar;
+        let mut best: Option<BodyHit> = None;
+        for (i, body) in self.bodies.iter().enumerate() {
+            let x = self.position(q, i);
+            let r = self.rotation(q, i);
+            let local_origin = r.inverse() * (origin - x);
+            let local_direction = r.inverse() * direction;
+            let hit = if planar {
+                ray::cast_planar(&body.shape, &local_origin, &local_direction)
+            } else {
+                ray::cast(&body.shape, &local_origin, &local_direction)
+            };
+            if let Some((distance, normal)) = hit
+                && best.as_ref().is_none_or(|b| distance < b.distance)
+            {
+                best = Some(BodyHit {
+                    body: i,
+                    distance,
+                    point: origin + direction * distance,
+                    normal: r * normal,
+                });
+            }
+        }
+        best
     }
 
     /// Where a point fixed in body i's frame (`local`, m) is in the world at q.
@@ -187,7 +350,8 @@ impl RigidSystem {
         }
     }
 
-    /// The external loads at time t as a generalized force, N.
+    /// The external loads at time t as a generalized force, N: the scene's
+    /// loads and the perturbation held for this step.
     pub fn load_forces(&self, t: f64) -> DVector<f64> {
         let per = velocity_size(self.dimension);
         let translational = match self.dimension {
@@ -200,6 +364,11 @@ impl RigidSystem {
             for a in 0..translational {
                 k[load.body * per + a] += f[a];
             }
+        }
+        if let Some(held) = &self.held_perturbation
+            && held.len() == k.len()
+        {
+            k += held;
         }
         k
     }

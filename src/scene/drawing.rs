@@ -54,6 +54,42 @@ pub enum Sketch {
     },
 }
 
+impl Sketch {
+    /// Whether p (in the part's axes, m) lies on the shape.
+    pub fn contains(&self, p: [f64; 2]) -> bool {
+        match self {
+            Self::Circle { center, radius } => {
+                (p[0] - center[0]).hypot(p[1] - center[1]) <= *radius
+            }
+            Self::Segment { from, to, width } => {
+                let (ux, uy) = (to[0] - from[0], to[1] - from[1]);
+                let (px, py) = (p[0] - from[0], p[1] - from[1]);
+                let length2 = ux * ux + uy * uy;
+                let s = if length2 > 0.0 {
+                    ((px * ux + py * uy) / length2).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                (px - s * ux).hypot(py - s * uy) <= width / 2.0
+            }
+            Self::Polygon { points } => {
+                // Even–odd rule.
+                let mut inside = false;
+                for (i, a) in points.iter().enumerate() {
+                    let b = points[(i + 1) % points.len()];
+                    if (a[1] > p[1]) != (b[1] > p[1]) {
+                        let x = a[0] + (p[1] - a[1]) / (b[1] - a[1]) * (b[0] - a[0]);
+                        if p[0] < x {
+                            inside = !inside;
+                        }
+                    }
+                }
+                inside
+            }
+        }
+    }
+}
+
 /// One part of a drawing, as written in the scene file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,6 +151,16 @@ impl Part {
     /// The pose (x, y, angle) at q.
     pub fn pose(&self, q: &nalgebra::DVector<f64>) -> (f64, f64, f64) {
         (self.x.eval(q), self.y.eval(q), self.angle.eval(q))
+    }
+
+    /// Whether the world point p (m, in the x–y plane) lies on one of the
+    /// part's shapes at q (what the viewer's pointer picks).
+    pub fn contains(&self, q: &nalgebra::DVector<f64>, p: [f64; 2]) -> bool {
+        let (x, y, a) = self.pose(q);
+        let (s, c) = a.sin_cos();
+        let (dx, dy) = (p[0] - x, p[1] - y);
+        let local = [c * dx + s * dy, -s * dx + c * dy];
+        self.shapes.iter().any(|shape| shape.contains(local))
     }
 
     /// Where the part's point p is in the plane at q, m.

@@ -15,13 +15,14 @@ mod mechanism;
 pub mod overlap;
 mod planar;
 mod spec;
+pub mod write;
 
 pub use spec::{
     AffineContactSpec, BodySpec, CameraHint, ForceElementSpec, HarmonicSpec, JointKindSpec,
     JointSpec, LinearSpec, LoadSpec, Orientation, RigidSpec, SceneFile, SurfaceSpec, SystemSpec,
 };
 
-use crate::model::rigid::{default_inertia, position_size, velocity_size};
+use crate::model::rigid::default_inertia;
 use crate::model::{Body, Dimension, HalfSpace, ImpactCoefficients, Model, RigidSystem, State};
 use crate::params::Params;
 use locate::locate;
@@ -97,6 +98,81 @@ pub struct Scene {
 /// of reading without end.
 pub const MAX_SCENE_BYTES: u64 = 16 << 20;
 
+impl Scene {
+    /// Appends a body to a rigid scene: to its model and to its file (so that
+    /// drawing and "save scene as" see it), validated like a body of a scene
+    /// file. Errors name `path`, the line and column in `source` (the text the
+    /// spec came from; empty for bodies made by code) and the field as
+    /// `bodies[index]…`. Returns the body with its coordinates and velocities,
+    /// which the caller appends to the state.
+    pub fn add_body(
+        &mut self,
+        spec: &BodySpec,
+        index: usize,
+        source: &str,
+        path: &Path,
+    ) -> Result<BuiltBody, SceneError> {
+        let check = Checker { source, path };
+        let (Model::Rigid(system), SystemSpec::Rigid(file)) =
+            (&mut self.model, &mut self.file.system)
+        else {
+            return Err(check.error(
+                &["bodies"],
+                "bodies",
+                "a generalized linear system has no bodies to add to",
+            ));
+        };
+        let numbers = spec
+            .position
+            .iter()
+            .chain(&spec.velocity)
+            .chain(&spec.angular_velocity)
+            .chain(spec.inertia.iter().flatten())
+            .chain(std::iter::once(&spec.mass));
+        if let Some(x) = numbers.copied().find(|&x| !magnitude::allowed(x)) {
+            return Err(check.error(
+                &["bodies", format!("\"{}\"", spec.name).as_str()],
+                format!("bodies[{index}]"),
+                format!(
+                    "must be finite and at most {:e} in magnitude (SI units), found {x:e}",
+                    magnitude::MAX_MAGNITUDE
+                ),
+            ));
+        }
+        let mut names: HashSet<String> = system
+            .bodies
+            .iter()
+            .map(|b| b.name.clone())
+            .chain(system.surfaces.iter().map(|s| s.name.clone()))
+            .collect();
+        let built = build_body(spec, index, system.dimension, &mut names, &check)?;
+        system.push_body(built.body.clone(), built.impact);
+        file.bodies.push(spec.clone());
+        Ok(built)
+    }
+
+    /// Keeps the first `count` bodies of a rigid scene's model and file
+    /// (removes bodies added by [`Self::add_body`]; bodies that joints,
+    /// elements or loads name are kept).
+    pub fn truncate_bodies(&mut self, count: usize) {
+        if let Model::Rigid(system) = &mut self.model {
+            system.truncate_bodies(count);
+            let kept = system.bodies.len();
+            if let SystemSpec::Rigid(file) = &mut self.file.system {
+                file.bodies.truncate(kept);
+            }
+        }
+    }
+
+    /// The number of bodies (0 for a linear system).
+    pub fn body_count(&self) -> usize {
+        match &self.model {
+            Model::Rigid(s) => s.bodies.len(),
+            Model::Linear(_) => 0,
+        }
+    }
+}
+
 /// Loads and validates a scene file (reading at most [`MAX_SCENE_BYTES`]).
 pub fn load(path: &Path) -> Result<Scene, SceneError> {
     use std::io::Read;
@@ -134,21 +210,7 @@ pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let options =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
-    let file: SceneFile = options.from_str(source).map_err(|e| {
-        let field = match &e.code {
-            ron::Error::NoSuchStructField { found, .. } => found.clone(),
-            ron::Error::MissingStructField { field, .. } => field.to_string(),
-            ron::Error::DuplicateStructField { field, .. } => field.to_string(),
-            _ => "syntax".to_owned(),
-        };
-        SceneError::Invalid {
-            path: path.to_owned(),
-            line: e.span.start.line,
-            column: e.span.start.col,
-            field,
-            message: e.code.to_string(),
-        }
-    })?;
+    let file: SceneFile = options.from_str(source).map_err(|e| ron_error(&e, path))?;
     if let Some((anchors, field, value)) = magnitude::first_violation(source) {
         let (line, column) = magnitude::position(source, &anchors);
         return Err(SceneError::Invalid {
@@ -163,6 +225,36 @@ pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
         });
     }
     build(file, source, path)
+}
+
+/// A RON parse error as a [`SceneError`] naming the file, the line and
+/// column, and the field when RON names one.
+pub fn ron_error(e: &ron::error::SpannedError, path: &Path) -> SceneError {
+    let field = match &e.code {
+        ron::Error::NoSuchStructField { found, .. } => found.clone(),
+        ron::Error::MissingStructField { field, .. } => field.to_string(),
+        ron::Error::DuplicateStructField { field, .. } => field.to_string(),
+        _ => "syntax".to_owned(),
+    };
+    SceneError::Invalid {
+        path: path.to_owned(),
+        line: e.span.start.line,
+        column: e.span.start.col,
+        field,
+        message: e.code.to_string(),
+    }
+}
+
+/// An error at the field reached by following `anchors` (quoted names, field
+/// names) through `source`, for checks made after parsing.
+pub fn invalid_at(
+    source: &str,
+    path: &Path,
+    anchors: &[&str],
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> SceneError {
+    Checker { source, path }.error(anchors, field, message)
 }
 
 struct Checker<'a> {
@@ -260,6 +352,19 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         })?;
         parts.push(resolved);
     }
+    if let Some(name) = &file.camera.follow {
+        let body = match &model {
+            Model::Rigid(s) => s.body_index(name).is_some(),
+            Model::Linear(_) => false,
+        };
+        if !body && !parts.iter().any(|p| &p.name == name) {
+            return Err(check.error(
+                &["camera", "follow"],
+                "camera.follow",
+                format!("no body or drawing part named `{name}`"),
+            ));
+        }
+    }
     Ok(Scene {
         drawing: parts,
         name: file.name.clone(),
@@ -300,6 +405,157 @@ fn impact_coefficients(
     Ok(ImpactCoefficients { normal, tangential })
 }
 
+/// A body of a scene file, validated and turned into the model's body, its
+/// material and its initial coordinates and velocities.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltBody {
+    /// The model's body.
+    pub body: Body,
+    /// Its material's impact-law coefficients.
+    pub impact: ImpactCoefficients,
+    /// Its initial coordinates (x, y, θ or position and unit quaternion).
+    pub q: Vec<f64>,
+    /// Its initial velocities (angular velocity in body axes in space).
+    pub v: Vec<f64>,
+}
+
+/// Validates body `i` of a rigid scene of dimension `dim`; `names` holds the
+/// names taken so far (bodies and surfaces must differ).
+fn build_body(
+    b: &BodySpec,
+    i: usize,
+    dim: Dimension,
+    names: &mut HashSet<String>,
+    check: &Checker<'_>,
+) -> Result<BuiltBody, SceneError> {
+    let quoted = format!("\"{}\"", b.name);
+    let at = |field: &'static str| vec!["bodies", quoted.as_str(), field];
+    let name_of = |field: &str| format!("bodies[{i}].{field}");
+    let written = format!("{:?}", b.name);
+    csv_column_name(&b.name, check, &["bodies", &written], &name_of("name"))?;
+    if !names.insert(b.name.clone()) {
+        return Err(check.error(
+            &["bodies", quoted.as_str(), quoted.as_str()],
+            name_of("name"),
+            format!(
+                "duplicate name `{}`: body and surface names must be unique",
+                b.name
+            ),
+        ));
+    }
+    check.at_least(
+        b.mass,
+        MIN_MASS_OR_SIZE,
+        "kg",
+        &at("mass"),
+        &name_of("mass"),
+    )?;
+    check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
+    let inertia = match b.inertia {
+        Some(j) => {
+            let used: &[usize] = if dim == Dimension::Planar {
+                &[2]
+            } else {
+                &[0, 1, 2]
+            };
+            for &a in used {
+                check.at_least(
+                    j[a],
+                    MIN_INERTIA,
+                    "kg·m²",
+                    &at("inertia"),
+                    &name_of("inertia"),
+                )?;
+            }
+            Vector3::from(j)
+        }
+        None => default_inertia(&b.shape, b.mass, dim),
+    };
+    let rotation = match b.orientation {
+        Orientation::Angle(a) => UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a),
+        Orientation::AxisAngle(axis, angle) => {
+            let axis = Vector3::from(axis);
+            if axis.norm() == 0.0 || !axis.iter().all(|x| x.is_finite()) {
+                return Err(check.error(
+                    &at("orientation"),
+                    name_of("orientation"),
+                    "the rotation axis must be a non-zero vector",
+                ));
+            }
+            UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(axis), angle)
+        }
+        Orientation::Quaternion([w, x, y, z]) => {
+            let quat = Quaternion::new(w, x, y, z);
+            if quat.norm() == 0.0 || !quat.coords.iter().all(|x| x.is_finite()) {
+                return Err(check.error(
+                    &at("orientation"),
+                    name_of("orientation"),
+                    "the quaternion must be non-zero",
+                ));
+            }
+            UnitQuaternion::from_quaternion(quat)
+        }
+    };
+    if dim == Dimension::Planar && !matches!(b.orientation, Orientation::Angle(_)) {
+        return Err(check.error(
+            &at("orientation"),
+            name_of("orientation"),
+            "planar bodies take `Angle(θ)` (radians about z)",
+        ));
+    }
+    let all_finite = b
+        .position
+        .iter()
+        .chain(b.velocity.iter())
+        .chain(b.angular_velocity.iter())
+        .all(|x| x.is_finite());
+    if !all_finite {
+        return Err(check.error(
+            &at("position"),
+            name_of("position"),
+            "positions and velocities must be finite",
+        ));
+    }
+    let (q, v) = match dim {
+        Dimension::Planar => {
+            let Orientation::Angle(theta) = b.orientation else {
+                unreachable!("checked above")
+            };
+            (
+                vec![b.position[0], b.position[1], theta],
+                vec![b.velocity[0], b.velocity[1], b.angular_velocity[2]],
+            )
+        }
+        Dimension::Spatial => {
+            // The scene gives ω in world axes; the state keeps body axes.
+            let body_w = rotation.inverse() * Vector3::from(b.angular_velocity);
+            let mut q = b.position.to_vec();
+            q.extend([rotation.w, rotation.i, rotation.j, rotation.k]);
+            let mut v = b.velocity.to_vec();
+            v.extend(body_w.iter());
+            (q, v)
+        }
+    };
+    let impact = impact_coefficients(
+        b.restitution,
+        b.tangential_restitution,
+        check,
+        &["bodies", quoted.as_str()],
+        &format!("bodies[{i}]"),
+    )?;
+    Ok(BuiltBody {
+        body: Body {
+            name: b.name.clone(),
+            shape: b.shape,
+            mass: b.mass,
+            inertia,
+        },
+        impact,
+        q,
+        v,
+    })
+}
+
 fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), SceneError> {
     let dim = spec.dimension;
     if dim == Dimension::Planar
@@ -312,136 +568,16 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     let mut bodies = Vec::new();
     let mut body_impact = Vec::new();
     let mut surface_impact = Vec::new();
-    let (pq, pv) = (position_size(dim), velocity_size(dim));
-    let mut q = DVector::zeros(pq * spec.bodies.len());
-    let mut v = DVector::zeros(pv * spec.bodies.len());
+    let mut q = Vec::new();
+    let mut v = Vec::new();
     for (i, b) in spec.bodies.iter().enumerate() {
-        let quoted = format!("\"{}\"", b.name);
-        let at = |field: &'static str| vec!["bodies", quoted.as_str(), field];
-        let name_of = |field: &str| format!("bodies[{i}].{field}");
-        let written = format!("{:?}", b.name);
-        csv_column_name(&b.name, check, &["bodies", &written], &name_of("name"))?;
-        if !names.insert(b.name.clone()) {
-            return Err(check.error(
-                &["bodies", quoted.as_str(), quoted.as_str()],
-                name_of("name"),
-                format!(
-                    "duplicate name `{}`: body and surface names must be unique",
-                    b.name
-                ),
-            ));
-        }
-        check.at_least(
-            b.mass,
-            MIN_MASS_OR_SIZE,
-            "kg",
-            &at("mass"),
-            &name_of("mass"),
-        )?;
-        check_shape(&b.shape, check, &at("shape"), &name_of("shape"))?;
-        let inertia = match b.inertia {
-            Some(j) => {
-                let used: &[usize] = if dim == Dimension::Planar {
-                    &[2]
-                } else {
-                    &[0, 1, 2]
-                };
-                for &a in used {
-                    check.at_least(
-                        j[a],
-                        MIN_INERTIA,
-                        "kg·m²",
-                        &at("inertia"),
-                        &name_of("inertia"),
-                    )?;
-                }
-                Vector3::from(j)
-            }
-            None => default_inertia(&b.shape, b.mass, dim),
-        };
-        let rotation = match b.orientation {
-            Orientation::Angle(a) => UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a),
-            Orientation::AxisAngle(axis, angle) => {
-                let axis = Vector3::from(axis);
-                if axis.norm() == 0.0 || !axis.iter().all(|x| x.is_finite()) {
-                    return Err(check.error(
-                        &at("orientation"),
-                        name_of("orientation"),
-                        "the rotation axis must be a non-zero vector",
-                    ));
-                }
-                UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(axis), angle)
-            }
-            Orientation::Quaternion([w, x, y, z]) => {
-                let quat = Quaternion::new(w, x, y, z);
-                if quat.norm() == 0.0 || !quat.coords.iter().all(|x| x.is_finite()) {
-                    return Err(check.error(
-                        &at("orientation"),
-                        name_of("orientation"),
-                        "the quaternion must be non-zero",
-                    ));
-                }
-                UnitQuaternion::from_quaternion(quat)
-            }
-        };
-        if dim == Dimension::Planar && !matches!(b.orientation, Orientation::Angle(_)) {
-            return Err(check.error(
-                &at("orientation"),
-                name_of("orientation"),
-                "planar bodies take `Angle(θ)` (radians about z)",
-            ));
-        }
-        let all_finite = b
-            .position
-            .iter()
-            .chain(b.velocity.iter())
-            .chain(b.angular_velocity.iter())
-            .all(|x| x.is_finite());
-        if !all_finite {
-            return Err(check.error(
-                &at("position"),
-                name_of("position"),
-                "positions and velocities must be finite",
-            ));
-        }
-        let (oq, ov) = (i * pq, i * pv);
-        match dim {
-            Dimension::Planar => {
-                let Orientation::Angle(theta) = b.orientation else {
-                    unreachable!("checked above")
-                };
-                q.rows_mut(oq, 3)
-                    .copy_from_slice(&[b.position[0], b.position[1], theta]);
-                v.rows_mut(ov, 3).copy_from_slice(&[
-                    b.velocity[0],
-                    b.velocity[1],
-                    b.angular_velocity[2],
-                ]);
-            }
-            Dimension::Spatial => {
-                q.rows_mut(oq, 3).copy_from_slice(&b.position);
-                q.rows_mut(oq + 3, 4)
-                    .copy_from_slice(&[rotation.w, rotation.i, rotation.j, rotation.k]);
-                v.rows_mut(ov, 3).copy_from_slice(&b.velocity);
-                // The scene gives ω in world axes; the state keeps body axes.
-                let body_w = rotation.inverse() * Vector3::from(b.angular_velocity);
-                v.rows_mut(ov + 3, 3).copy_from(&body_w);
-            }
-        }
-        body_impact.push(impact_coefficients(
-            b.restitution,
-            b.tangential_restitution,
-            check,
-            &["bodies", quoted.as_str()],
-            &format!("bodies[{i}]"),
-        )?);
-        bodies.push(Body {
-            name: b.name.clone(),
-            shape: b.shape,
-            mass: b.mass,
-            inertia,
-        });
+        let built = build_body(b, i, dim, &mut names, check)?;
+        q.extend(built.q);
+        v.extend(built.v);
+        body_impact.push(built.impact);
+        bodies.push(built.body);
     }
+    let (q, v) = (DVector::from_vec(q), DVector::from_vec(v));
     let mut surfaces = Vec::new();
     for (i, s) in spec.surfaces.iter().enumerate() {
         let quoted = format!("\"{}\"", s.name);

@@ -42,6 +42,9 @@ pub struct CameraHint {
     pub target: [f64; 3],
     /// Distance from the target (planar: half the visible height), m.
     pub distance: f64,
+    /// A body or drawing part the camera follows (keeping the framing it has
+    /// at the start); omitted: the camera stays.
+    pub follow: Option<String>,
 }
 
 impl Default for CameraHint {
@@ -49,6 +52,7 @@ impl Default for CameraHint {
         Self {
             target: [0.0, 0.5, 0.0],
             distance: 3.0,
+            follow: None,
         }
     }
 }

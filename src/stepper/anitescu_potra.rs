@@ -34,6 +34,7 @@ use crate::lcp::{Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -42,7 +43,7 @@ use std::time::Instant;
 const MAX_COLLISIONS: usize = 8;
 
 /// The stepper and its active contact set.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AnitescuPotra {
     implicit: bool,
     active: BTreeSet<ContactId>,

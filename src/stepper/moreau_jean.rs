@@ -34,12 +34,13 @@ use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 use thiserror::Error;
 
 /// The stepper and what it remembers between steps: the last LCP basis, a warm
 /// start when the same contacts form the index set again.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MoreauJean {
     /// The warm start of the planar LCP (33), reused for the same contacts.
     warm: WarmStart,

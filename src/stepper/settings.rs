@@ -5,9 +5,10 @@
 
 use crate::model::Model;
 use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
 
 /// The steppers' numerical settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StepSettings {
     /// Contacts are looked for within `margin_fraction` of the largest body
     /// size, plus what the bodies can close in two steps at their current speed.

@@ -21,6 +21,7 @@ use super::warm::WarmStart;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
 use crate::model::{Contact, ContactId, MassInverse};
 use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
@@ -218,7 +219,7 @@ pub struct ContactSolution {
 /// The solver of [`ContactProblem`]s and what it remembers between steps:
 /// the bases by contact identity and the regularization that the islands
 /// needed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContactSolver {
     warm: WarmStart,
     /// The impulses of the last solve in which each contact took part (row

@@ -27,6 +27,7 @@ use crate::lcp::{Lcp, LcpStatus};
 use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
@@ -61,7 +62,7 @@ fn stand_ins(
 
 /// The stepper and what it remembers between steps: the active set and the last
 /// LCP basis (a warm start when the same contacts are active again).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StewartTrinkle {
     active: BTreeSet<ContactId>,
     /// The LCP solver with its warm start by contact identity.

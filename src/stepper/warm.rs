@@ -14,10 +14,11 @@
 
 use super::assembly::Layout;
 use crate::model::ContactId;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Which unknowns of one contact were basic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct ContactBasis {
     /// Basic β's, by direction index.
     friction: Vec<bool>,
@@ -26,7 +27,7 @@ struct ContactBasis {
 }
 
 /// The per-contact basis of the last solved LCP.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct WarmStart {
     form: u32,
     contacts: HashMap<ContactId, ContactBasis>,

@@ -80,7 +80,8 @@ impl ViewRig {
         }
     }
 
-    fn transform(&self) -> Transform {
+    /// The camera transform of the rig.
+    pub fn transform(&self) -> Transform {
         match *self {
             Self::Planar { center, .. } => {
                 Transform::from_xyz(center.x, center.y, PLANAR_EYE).looking_to(Vec3::NEG_Z, Vec3::Y)
@@ -113,7 +114,8 @@ impl ViewRig {
         }
     }
 
-    fn projection(&self) -> Projection {
+    /// The camera projection of the rig.
+    pub fn projection(&self) -> Projection {
         match *self {
             Self::Planar { half_height, .. } => Projection::from(OrthographicProjection {
                 scaling_mode: ScalingMode::FixedVertical {
@@ -144,10 +146,19 @@ pub struct CameraPlugin;
 
 impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(Startup, spawn_cameras)
+        app.init_resource::<super::follow::Follow>()
+            .add_systems(Startup, spawn_cameras)
             .add_systems(
                 Update,
-                (frame_scene, camera_controls, apply_rig, fit_shadows).chain(),
+                (
+                    frame_scene,
+                    super::follow::follow_camera,
+                    camera_controls,
+                    apply_rig,
+                    fit_shadows,
+                )
+                    .chain()
+                    .after(super::hands::HandsSystems),
             )
             .add_systems(PostUpdate, fit_viewport);
     }
@@ -260,8 +271,11 @@ fn camera_controls(
     egui_input: Res<EguiWantsInput>,
     window: Single<&Window, With<PrimaryWindow>>,
     camera: Single<(&Camera, &mut ViewRig), With<MainCamera>>,
+    grab: Option<Res<super::hands::Grab>>,
 ) {
     let (camera, mut rig) = camera.into_inner();
+    // A perturbation drag holds the left button: the view stays put.
+    let grabbing = grab.is_some_and(|g| g.0.is_some());
     let over_ui = egui_input.wants_any_pointer_input();
     let scale = window.scale_factor().max(0.1);
     let height = viewport_height(camera, &window) / scale; // logical pixels
@@ -277,7 +291,7 @@ fn camera_controls(
     let pan = !over_ui
         && (buttons.pressed(MouseButton::Right) || buttons.pressed(MouseButton::Middle))
         && delta != Vec2::ZERO;
-    let orbit = !over_ui && buttons.pressed(MouseButton::Left) && delta != Vec2::ZERO;
+    let orbit = !over_ui && !grabbing && buttons.pressed(MouseButton::Left) && delta != Vec2::ZERO;
     if !(pan || orbit || wheel != 0.0) {
         return;
     }

@@ -8,7 +8,12 @@
 //! - [`drawing`]: a scene's `drawing` section (the woodpecker's pole, sleeve
 //!   and bird), posed from the generalized coordinates.
 //! - [`overlay`]: contact points, normals, friction arrows and pyramids.
-//! - [`camera`]: orthographic (planar) and orbit (spatial) cameras.
+//! - [`camera`]: orthographic (planar) and orbit (spatial) cameras;
+//!   [`follow`]: the camera following a body or a drawing part.
+//! - [`hands`]: the pointer on the scene: picking, selection, the
+//!   perturbation drag, the throw tool; [`inspector`]: the panel's "Hands"
+//!   and inspector sections; [`timeline`]: the history scrubber, snapshots
+//!   and "save scene as".
 //! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
 //! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
@@ -16,6 +21,9 @@
 
 pub mod camera;
 pub mod drawing;
+pub mod follow;
+pub mod hands;
+pub mod inspector;
 pub mod material;
 pub mod overlay;
 pub mod panel;
@@ -23,6 +31,7 @@ pub mod record;
 pub mod reload;
 pub mod screenshot;
 pub mod sim;
+pub mod timeline;
 pub mod visuals;
 
 pub use sim::{
@@ -78,6 +87,19 @@ pub fn load_simulation(path: &Path, overrides: &Overrides) -> Result<Simulation,
     Ok(Simulation::with_params(scene, params))
 }
 
+/// Loads a scene file, applies the overrides and starts from a snapshot.
+pub fn load_simulation_from(
+    path: &Path,
+    overrides: &Overrides,
+    state: Option<&Path>,
+) -> Result<Simulation, String> {
+    let mut simulation = load_simulation(path, overrides)?;
+    if let Some(state) = state {
+        crate::sim::snapshot::load_into(&mut simulation, state).map_err(|e| e.to_string())?;
+    }
+    Ok(simulation)
+}
+
 /// The default scene: `scenes/rod.ron` from the working directory, or from the
 /// crate's own directory when the working directory has none.
 fn default_scene() -> PathBuf {
@@ -119,6 +141,9 @@ impl Plugin for ViewerPlugin {
             drawing::DrawingPlugin,
             panel::PanelPlugin,
             reload::ReloadPlugin,
+            hands::HandsPlugin,
+            hands::HandsDrawPlugin,
+            timeline::TimelinePlugin,
         ));
     }
 }
@@ -126,7 +151,8 @@ impl Plugin for ViewerPlugin {
 /// Opens the viewer.
 pub fn run(args: ViewArgs) -> Result<(), String> {
     let path = args.scene.clone().unwrap_or_else(default_scene);
-    let simulation = load_simulation(&path, &args.overrides)?;
+    let simulation = load_simulation_from(&path, &args.overrides, args.state.as_deref())?;
+    let drag = screenshot::ScriptedDrag::parse(args.drag.as_deref(), args.drag_by.as_deref())?;
     require_graphics_adapter()?;
     let title = format!("contactlab — {}", simulation.scene.name);
     let mut app = App::new();
@@ -156,6 +182,7 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
             path: target,
             frames: args.frames,
             failure: failure.clone(),
+            drag,
         });
     }
     match app.run() {

@@ -10,7 +10,7 @@ use crate::model::{LinearSystem, Model, State};
 use crate::params::StepperKind;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, VLine};
 use std::path::{Path, PathBuf};
 
 /// Where the panel is, for the 3D viewport.
@@ -40,7 +40,10 @@ pub struct PanelPlugin;
 impl Plugin for PanelPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<PanelLayout>()
-            .add_systems(EguiPrimaryContextPass, panel_ui)
+            .add_systems(
+                EguiPrimaryContextPass,
+                (panel_ui, super::timeline::timeline_ui).chain(),
+            )
             .add_systems(Update, keyboard_shortcuts);
     }
 }
@@ -140,6 +143,7 @@ fn panel_ui(
         Option<ResMut<super::record::RecordSettings>>,
         Option<Res<super::record::Recording>>,
     ),
+    mut hands_ui: super::inspector::HandsUi,
 ) {
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
@@ -219,6 +223,15 @@ fn panel_ui(
                         coordinates(ui, system, &sim.state);
                     }
                     ui.separator();
+                    if let (Some(hands), Some(selection), Some(follow)) = (
+                        hands_ui.hands.as_deref_mut(),
+                        hands_ui.selection.as_deref_mut(),
+                        hands_ui.follow.as_deref_mut(),
+                    ) {
+                        super::inspector::hands_section(ui, &sim, hands, follow, selection);
+                        super::inspector::inspector_section(ui, &sim, selection);
+                        ui.separator();
+                    }
                     parameters(ui, &mut sim);
                     ui.separator();
                     overlays(ui, &mut overlay);
@@ -235,7 +248,20 @@ fn panel_ui(
                         super::record::record_section(ui, record, recording.as_deref());
                         ui.separator();
                     }
-                    plots(ui, &history);
+                    if let Some(files) = hands_ui.files.as_deref_mut() {
+                        super::timeline::files_section(
+                            ui,
+                            &mut sim,
+                            &mut history,
+                            &mut previous,
+                            &source,
+                            &mut pending,
+                            files,
+                        );
+                        ui.separator();
+                    }
+                    let marker = history.timeline.scrubbing().then_some(sim.state.t);
+                    plots(ui, &history, marker);
                     ui.separator();
                     help(ui, sim.model().is_planar());
                 });
@@ -510,7 +536,7 @@ fn series(history: &History, f: impl Fn(&sim::Sample) -> f64) -> PlotPoints<'sta
     history.samples.iter().map(|s| [s.t, f(s)]).collect()
 }
 
-fn plots(ui: &mut egui::Ui, history: &History) {
+fn plots(ui: &mut egui::Ui, history: &History, marker: Option<f64>) {
     egui::CollapsingHeader::new("Plots (last 10 s of simulated time)")
         .default_open(true)
         .show(ui, |ui| {
@@ -537,6 +563,9 @@ fn plots(ui: &mut egui::Ui, history: &History) {
                     "total",
                     series(history, |s| s.kinetic + s.potential),
                 ));
+                if let Some(t) = marker {
+                    p.vline(VLine::new("scrubbed", t));
+                }
             });
             ui.label("contacts, LCP size, Lemke pivots");
             plot("lcp").include_y(0.0).show(ui, |p| {
@@ -549,6 +578,9 @@ fn plots(ui: &mut egui::Ui, history: &History) {
                     series(history, |s| s.lcp_size as f64),
                 ));
                 p.line(Line::new("pivots", series(history, |s| s.pivots as f64)));
+                if let Some(t) = marker {
+                    p.vline(VLine::new("scrubbed", t));
+                }
             });
             ui.label("step time (ms)");
             plot("step time").include_y(0.0).show(ui, |p| {
@@ -563,9 +595,11 @@ fn help(ui: &mut egui::Ui, planar: bool) {
         .show(ui, |ui| {
             egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
                 let rows: &[(&str, &str)] = &[
-                    ("Space", "pause / resume"),
+                    ("Space", "pause / resume (from a past step: fork)"),
                     (".", "single step (pauses)"),
+                    ("← / →", "step back / forward through the history"),
                     ("R", "reset to the initial state"),
+                    ("Esc", "clear the selection"),
                     ("F1", "show / hide this panel"),
                 ];
                 for (key, what) in rows {
@@ -575,11 +609,15 @@ fn help(ui: &mut egui::Ui, planar: bool) {
                 }
                 let mouse: &[(&str, &str)] = if planar {
                     &[
+                        ("left click", "select (throw tool: throw)"),
+                        ("Ctrl + left drag", "perturb (perturb tool: left drag)"),
                         ("right/middle drag", "pan"),
                         ("wheel", "zoom"),
                     ]
                 } else {
                     &[
+                        ("left click", "select (throw tool: throw)"),
+                        ("Ctrl + left drag", "perturb (perturb tool: left drag)"),
                         ("left drag", "orbit"),
                         ("right/middle drag", "pan"),
                         ("wheel", "zoom"),

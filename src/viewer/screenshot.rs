@@ -1,10 +1,22 @@
 //! `--screenshot PATH --frames N`: after N rendered frames, capture the primary
 //! window to PATH, wait until the file is written, then exit. The clock runs at
 //! 1/60 s per frame, so the picture does not depend on how fast frames render.
+//!
+//! With `--drag BODY --drag-by DX,DY` (hidden flags, for the README's
+//! screenshot and the window test) a scripted pointer presses on BODY a third
+//! of the way in, in the "perturb" tool, and moves by (DX, DY) logical pixels
+//! until the capture: the real pointer pipeline (picking, selection, the
+//! perturbation) with a drag in progress in the picture.
 
+use super::camera::MainCamera;
+use super::hands::{Hands, Tool};
+use super::sim::{BodyVisual, Sim};
+use bevy::camera::RenderTarget;
+use bevy::picking::pointer::{Location, PointerAction, PointerButton, PointerId, PointerInput};
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 use bevy::time::TimeUpdateStrategy;
+use bevy::window::{PrimaryWindow, WindowRef};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,6 +53,44 @@ pub struct ScreenshotPlugin {
     pub frames: u32,
     /// Filled when the capture fails.
     pub failure: Failure,
+    /// A scripted perturbation drag, if any.
+    pub drag: Option<ScriptedDrag>,
+}
+
+/// A scripted pointer drag on a body (`--drag BODY --drag-by DX,DY`).
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub struct ScriptedDrag {
+    /// The body pressed on (at its centre as drawn).
+    pub body: String,
+    /// How far the pointer moves, logical pixels (y down).
+    pub by: Vec2,
+    /// Where the press was, once made.
+    start: Option<Vec2>,
+}
+
+impl ScriptedDrag {
+    /// The drag the two flags describe (both or neither).
+    pub fn parse(body: Option<&str>, by: Option<&str>) -> Result<Option<Self>, String> {
+        match (body, by) {
+            (None, None) => Ok(None),
+            (Some(body), Some(by)) => {
+                let parts: Vec<&str> = by.split(',').collect();
+                let numbers: Vec<f32> =
+                    parts.iter().filter_map(|p| p.trim().parse().ok()).collect();
+                match numbers[..] {
+                    [x, y] if parts.len() == 2 && x.is_finite() && y.is_finite() => {
+                        Ok(Some(Self {
+                            body: body.to_owned(),
+                            by: Vec2::new(x, y),
+                            start: None,
+                        }))
+                    }
+                    _ => Err(format!("--drag-by {by}: expected DX,DY in pixels")),
+                }
+            }
+            _ => Err("--drag and --drag-by go together".to_owned()),
+        }
+    }
 }
 
 /// Progress of the screenshot.
@@ -70,7 +120,77 @@ impl Plugin for ScreenshotPlugin {
                 failure: self.failure.clone(),
             })
             .add_systems(Last, drive_screenshot);
+        if let Some(drag) = &self.drag {
+            app.insert_resource(drag.clone())
+                .add_systems(Last, drive_drag.before(drive_screenshot));
+        }
     }
+}
+
+/// Presses on the body a third of the way to the capture and moves the
+/// pointer steadily by `by` until the capture.
+#[allow(clippy::too_many_arguments)]
+fn drive_drag(
+    mut drag: ResMut<ScriptedDrag>,
+    state: Res<ScreenshotState>,
+    sim: Res<Sim>,
+    mut hands: ResMut<Hands>,
+    bodies: Query<(&BodyVisual, &GlobalTransform)>,
+    camera: Query<(&Camera, &GlobalTransform), With<MainCamera>>,
+    window: Query<Entity, With<PrimaryWindow>>,
+    mut input: MessageWriter<PointerInput>,
+) {
+    let start_frame = state.frames / 3;
+    let frame = state.frame + 1;
+    if frame < start_frame {
+        return;
+    }
+    let Some(target) = RenderTarget::Window(WindowRef::Primary).normalize(window.single().ok())
+    else {
+        return;
+    };
+    let location = |position: Vec2| Location {
+        target: target.clone(),
+        position,
+    };
+    let start = match drag.start {
+        Some(start) => start,
+        None => {
+            let Some(index) = super::sim::rigid(&sim).and_then(|s| s.body_index(&drag.body)) else {
+                return;
+            };
+            let (Some((_, body)), Ok((camera, eye))) =
+                (bodies.iter().find(|(b, _)| b.0 == index), camera.single())
+            else {
+                return;
+            };
+            let Ok(start) = camera.world_to_viewport(eye, body.translation()) else {
+                return;
+            };
+            hands.tool = Tool::Perturb;
+            drag.start = Some(start);
+            input.write(PointerInput::new(
+                PointerId::Mouse,
+                location(start),
+                PointerAction::Move { delta: Vec2::ZERO },
+            ));
+            input.write(PointerInput::new(
+                PointerId::Mouse,
+                location(start),
+                PointerAction::Press(PointerButton::Primary),
+            ));
+            return;
+        }
+    };
+    let span = (state.frames.max(1) - start_frame).max(1) as f32;
+    let progress = ((frame - start_frame) as f32 / span).clamp(0.0, 1.0);
+    input.write(PointerInput::new(
+        PointerId::Mouse,
+        location(start + drag.by * progress),
+        PointerAction::Move {
+            delta: drag.by / span,
+        },
+    ));
 }
 
 fn mark_captured(_captured: On<ScreenshotCaptured>, mut state: ResMut<ScreenshotState>) {

@@ -1,13 +1,16 @@
 //! The headless half of the viewer: the [`Simulation`] as a Bevy resource, one
 //! step per fixed tick, the fixed timestep following `params.dt`, playback speed
-//! and catch-up cap on virtual time, the scene's entities (one per body and per
-//! surface) and their interpolated transforms. Nothing here renders, so
-//! [`SimPlugin`] runs under `MinimalPlugins` (see `tests/viewer.rs`).
+//! and catch-up cap on virtual time, the history (plot samples and a
+//! checkpoint per step for the timeline), the scene's entities (one per body
+//! and per surface, following bodies added while running) and their
+//! interpolated transforms. Nothing here renders, so [`SimPlugin`] runs under
+//! `MinimalPlugins` (see `tests/viewer.rs`).
 
 use crate::lcp::LcpStatus;
 use crate::model::{Dimension, Model, RigidSystem};
 use crate::scene::SystemSpec;
 use crate::sim::Simulation;
+use crate::sim::history::Timeline;
 use bevy::prelude::*;
 use nalgebra::DVector;
 use std::collections::VecDeque;
@@ -105,10 +108,11 @@ pub struct Sample {
     pub step_ms: f64,
 }
 
-/// The recent history of the simulation, for the plots: at most
+/// The recent history of the simulation: for the plots, at most
 /// [`History::MAX_POINTS`] samples over the last [`History::window`] seconds of
 /// simulated time (steps closer together are merged, keeping the largest LCP,
-/// pivot count and step time).
+/// pivot count and step time); for the timeline, a checkpoint per step
+/// ([`Timeline`]: 60 s within a memory cap) to scrub back to and fork from.
 #[derive(Resource, Debug, Clone)]
 pub struct History {
     /// The samples, oldest first.
@@ -116,6 +120,8 @@ pub struct History {
     /// Seconds of simulated time kept.
     pub window: f64,
     bucket_start: Option<f64>,
+    /// The checkpoints of the timeline scrubber.
+    pub timeline: Timeline,
 }
 
 impl Default for History {
@@ -124,6 +130,7 @@ impl Default for History {
             samples: VecDeque::new(),
             window: 10.0,
             bucket_start: None,
+            timeline: Timeline::default(),
         }
     }
 }
@@ -171,6 +178,37 @@ impl History {
     pub fn clear(&mut self) {
         self.samples.clear();
         self.bucket_start = None;
+        self.timeline.clear();
+    }
+
+    /// Forgets everything and starts the timeline at the simulation's state.
+    pub fn restart(&mut self, sim: &Simulation) {
+        self.clear();
+        self.timeline.restart(sim);
+    }
+
+    /// Restores timeline checkpoint `index` into `sim` (the scrubber), shown
+    /// at once: the bodies, their contacts and the plots' marker follow.
+    pub fn scrub(
+        &mut self,
+        index: usize,
+        sim: &mut Simulation,
+        previous: &mut PreviousState,
+    ) -> bool {
+        let done = self.timeline.scrub(index, sim);
+        if done {
+            previous.q.clone_from(&sim.state.q);
+        }
+        done
+    }
+
+    /// Before a step from a scrubbed state: the plots lose the discarded
+    /// future (the timeline forks when the step is recorded).
+    fn prepare_fork(&mut self, t: f64) {
+        if self.timeline.scrubbing() {
+            self.samples.retain(|s| s.t <= t);
+            self.bucket_start = None;
+        }
     }
 }
 
@@ -207,11 +245,18 @@ impl Plugin for SimPlugin {
         .insert_resource(Time::<Fixed>::from_duration(
             timestep_of(sim.params.dt).unwrap_or(Duration::from_micros(15625)),
         ))
+        .insert_resource({
+            let mut history = History::default();
+            history.restart(&sim);
+            history
+        })
         .insert_resource(Sim(sim))
         .init_resource::<SimControl>()
-        .init_resource::<History>()
         .init_resource::<SceneEpoch>()
-        .add_systems(PreUpdate, respawn_scene_entities)
+        .add_systems(
+            PreUpdate,
+            (respawn_scene_entities, sync_body_entities).chain(),
+        )
         .add_systems(
             RunFixedMainLoop,
             (
@@ -355,6 +400,45 @@ pub fn respawn_scene_entities(
     }
 }
 
+/// Keeps one body entity per body when bodies join the running scene (the
+/// throw tool) or leave it (scrubbing back before a throw, a reset).
+pub fn sync_body_entities(
+    mut commands: Commands,
+    sim: Res<Sim>,
+    roots: Query<Entity, With<SceneRoot>>,
+    bodies: Query<(Entity, &BodyVisual)>,
+) {
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let Ok(root) = roots.single() else {
+        return;
+    };
+    let count = system.bodies.len();
+    let mut present = vec![false; count];
+    let mut seen = 0;
+    for (entity, body) in &bodies {
+        seen += 1;
+        match present.get_mut(body.0) {
+            Some(slot) if !*slot => *slot = true,
+            _ => commands.entity(entity).despawn(),
+        }
+    }
+    if seen == count && present.iter().all(|&p| p) {
+        return;
+    }
+    for (i, _) in present.iter().enumerate().filter(|(_, p)| !**p) {
+        let (translation, rotation) = interpolated_pose(system, &sim.state.q, &sim.state.q, i, 1.0);
+        commands.spawn((
+            Name::new(system.bodies[i].name.clone()),
+            BodyVisual(i),
+            Transform::from_translation(translation).with_rotation(rotation),
+            Visibility::default(),
+            ChildOf(root),
+        ));
+    }
+}
+
 /// Keeps `Time<Fixed>` at `params.dt` and `Time<Virtual>` at the playback speed,
 /// the pause state and the catch-up cap.
 pub fn apply_time_settings(
@@ -441,6 +525,7 @@ pub fn advance(
     history: &mut History,
 ) -> bool {
     let before = sim.state.q.clone();
+    history.prepare_fork(sim.state.t);
     let start = Instant::now();
     let result = sim.step().map(|r| {
         (
@@ -463,6 +548,7 @@ pub fn advance(
         Ok((LcpStatus::Solved, kinetic, potential, active_contacts, lcp_size, pivots, total)) => {
             previous.q = before;
             control.step_error = None;
+            history.timeline.record(sim);
             history.record(Sample {
                 t: sim.state.t,
                 kinetic,
@@ -568,7 +654,7 @@ pub fn reset(
     control.halt = None;
     control.step_error = None;
     control.step_once = false;
-    history.clear();
+    history.restart(sim);
 }
 
 /// [`reset`] as a system (for `World::run_system_once`).
@@ -586,8 +672,8 @@ pub fn install(world: &mut World, simulation: Simulation) {
     world.insert_resource(PreviousState {
         q: simulation.state.q.clone(),
     });
+    world.resource_mut::<History>().restart(&simulation);
     world.insert_resource(Sim(simulation));
-    world.resource_mut::<History>().clear();
     {
         let mut control = world.resource_mut::<SimControl>();
         if control.halt.is_some() {

@@ -38,7 +38,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// `YYYYMMDD-HHMMSS` (UTC).
-fn timestamp() -> String {
+pub(crate) fn timestamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
