@@ -522,10 +522,15 @@ fn force_elements(model: &Model) -> &'static str {
 /// likely: masses many orders of magnitude apart, which leave the LCP
 /// ill-conditioned.
 fn lcp_cause(model: &Model, report: &StepReport) -> String {
+    let work = if report.sweeps > 0 {
+        format!("{} NSGS sweeps", report.sweeps)
+    } else {
+        format!("{} pivots", report.pivots)
+    };
     let mut cause = format!(
-        "LCP {} after {} pivots on {} unknowns ({} solves, residual {:.1e}): {}",
+        "LCP {} after {} on {} unknowns ({} solves, residual {:.1e}): {}",
         report.status,
-        report.pivots,
+        work,
         report.lcp_size,
         report.solves,
         report.residual,

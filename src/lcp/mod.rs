@@ -183,6 +183,9 @@ pub enum LcpStatus {
     MaxPivots,
     /// The basis became singular or the final solution failed its residual check.
     NumericalFailure,
+    /// An iterative solver (NSGS, [`crate::stepper::nsgs`]) reached its sweep
+    /// limit before its residual fell below the tolerance.
+    SweepLimit,
 }
 
 impl LcpStatus {
@@ -193,6 +196,7 @@ impl LcpStatus {
             Self::RayTermination => "RayTermination",
             Self::MaxPivots => "MaxPivots",
             Self::NumericalFailure => "NumericalFailure",
+            Self::SweepLimit => "SweepLimit",
         }
     }
 
@@ -208,6 +212,9 @@ impl LcpStatus {
             }
             Self::NumericalFailure => {
                 "the basis became singular or the result failed its residual check (an ill-conditioned matrix), or the data were rejected before any pivot (not finite)"
+            }
+            Self::SweepLimit => {
+                "NSGS reached its sweep limit before its residual fell below the tolerance (raise --max-iterations or --tolerance, or use --solver lemke)"
             }
         }
     }

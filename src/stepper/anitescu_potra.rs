@@ -266,6 +266,7 @@ impl AnitescuPotra {
             largest_island: solved.layout.size(),
             pivots,
             solves,
+            sweeps: 0,
             status: LcpStatus::Solved,
             residual: solved.residual,
             kinetic_energy: kinetic,
@@ -308,6 +309,7 @@ impl AnitescuPotra {
             lcp_size: solved.layout.size(),
             pivots,
             solves,
+            sweeps: 0,
             lcp: solved.lcp.clone(),
         };
         report::failure(model, params, state, failed, timings, start)

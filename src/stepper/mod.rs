@@ -10,6 +10,7 @@ pub mod assembly;
 pub mod contact_lcp;
 pub mod glocker_studer;
 pub mod moreau_jean;
+pub mod nsgs;
 pub mod projection;
 pub mod report;
 pub mod settings;
@@ -96,6 +97,8 @@ pub struct StepReport {
     pub pivots: usize,
     /// LCPs solved (NCP iterations × active-set rounds).
     pub solves: usize,
+    /// NSGS sweeps over all solves of the step (0 with Lemke).
+    pub sweeps: usize,
     /// Status of the last solve; anything but `Solved` leaves the state unchanged.
     pub status: LcpStatus,
     /// Relative complementarity residual of the last solve.

@@ -141,6 +141,7 @@ impl MoreauJean {
         let start = Instant::now();
         let mut timings = StepTimings::default();
         let h = params.dt;
+        self.solver.begin_step(params);
         // Step 2: the midpoint.
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let solved = self.solve(
@@ -160,6 +161,7 @@ impl MoreauJean {
                 lcp_size: solved.lcp_size,
                 pivots: solved.pivots,
                 solves: solved.solves,
+                sweeps: self.solver.sweeps(),
                 lcp: solved.lcp,
             };
             return report::failure(model, params, state, failed, timings, start);
@@ -195,6 +197,7 @@ impl MoreauJean {
             largest_island: solved.largest_island,
             pivots: solved.pivots,
             solves: solved.solves,
+            sweeps: self.solver.sweeps(),
             status: LcpStatus::Solved,
             residual: solved.residual,
             kinetic_energy: kinetic,

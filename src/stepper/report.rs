@@ -51,6 +51,8 @@ pub struct Failure {
     pub pivots: usize,
     /// Solves over the step.
     pub solves: usize,
+    /// NSGS sweeps over the step.
+    pub sweeps: usize,
     /// The LCP, when kept.
     pub lcp: Option<Lcp>,
 }
@@ -74,6 +76,7 @@ pub fn failure(
         largest_island: failed.lcp_size,
         pivots: failed.pivots,
         solves: failed.solves,
+        sweeps: failed.sweeps,
         status: failed.status,
         residual: failed.residual,
         kinetic_energy: kinetic,

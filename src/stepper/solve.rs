@@ -16,10 +16,12 @@
 
 use super::assembly::{Impulses, Layout};
 use super::contact_lcp::ContactLcp;
+use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
 use super::warm::WarmStart;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
 use crate::model::{Contact, ContactId, MassInverse};
+use crate::params::{Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -211,6 +213,8 @@ pub struct ContactSolution {
     pub islands: usize,
     /// Size of the largest of them.
     pub largest_island: usize,
+    /// NSGS sweeps (0 for Lemke).
+    pub sweeps: usize,
     /// The LCP solved (block-diagonal over the islands, each with the
     /// regularization and right-hand side that solved it), when kept.
     pub lcp: Option<Lcp>,
@@ -232,9 +236,31 @@ pub struct ContactSolver {
     dense_level: usize,
     /// Keep each solve's LCP (for `--dump-lcp`).
     pub keep_lcp: bool,
+    /// Solve by NSGS within these limits instead of Lemke (rigid bodies,
+    /// block-diagonal W); set by the stepper from the parameters each step.
+    #[serde(skip)]
+    pub nsgs: Option<NsgsLimits>,
+    /// NSGS sweeps since [`Self::begin_step`].
+    #[serde(skip)]
+    sweeps: usize,
 }
 
 impl ContactSolver {
+    /// Takes the solver of the coming step from `params` (Lemke, or NSGS
+    /// with its tolerance and sweep limit) and zeroes its sweep count.
+    pub fn begin_step(&mut self, params: &Params) {
+        self.nsgs = (params.solver == SolverKind::Nsgs).then_some(NsgsLimits {
+            tolerance: params.tolerance,
+            max_sweeps: params.max_iterations,
+        });
+        self.sweeps = 0;
+    }
+
+    /// NSGS sweeps since [`Self::begin_step`].
+    pub fn sweeps(&self) -> usize {
+        self.sweeps
+    }
+
     /// Forgets the warm start and the regularization levels.
     pub fn clear(&mut self) {
         self.warm.clear();
@@ -257,10 +283,59 @@ impl ContactSolver {
         settings: &StepSettings,
     ) -> ContactSolution {
         match problem.map {
+            MassInverse::Diagonal(w) if self.nsgs.is_some() => {
+                let limits = self.nsgs.unwrap_or(NsgsLimits {
+                    tolerance: 1e-8,
+                    max_sweeps: 1000,
+                });
+                self.solve_nsgs(problem, w.as_slice(), limits)
+            }
             MassInverse::Diagonal(w) => {
                 self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
             }
             MassInverse::Dense(_) => self.solve_dense(problem, form, frictionless_start, settings),
+        }
+    }
+
+    /// [`Self::solve`] by NSGS, warm-started from the impulses each contact
+    /// had in the last solve it took part in.
+    fn solve_nsgs(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        w: &[f64],
+        limits: NsgsLimits,
+    ) -> ContactSolution {
+        let solved = nsgs::solve(problem, w, &self.impulses, limits);
+        self.sweeps += solved.sweeps;
+        let layout = Layout::of(problem.contacts);
+        let starts = friction_starts(problem.contacts);
+        if solved.status == LcpStatus::Solved {
+            self.impulses = problem
+                .contacts
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    let k = c.jacobian.friction_count();
+                    let mut z = vec![solved.z[layout.normal(j)]];
+                    z.extend((0..k).map(|i| solved.z[starts[j] + i]));
+                    (c.id, z)
+                })
+                .collect();
+            // A later Lemke solve starts afresh.
+            self.warm.clear();
+        }
+        ContactSolution {
+            status: solved.status,
+            residual: solved.residual,
+            pivots: 0,
+            layout,
+            z: solved.z,
+            w: solved.w,
+            velocity_change: solved.velocity_change,
+            islands: usize::from(layout.size() > 0),
+            largest_island: layout.size(),
+            sweeps: solved.sweeps,
+            lcp: None,
         }
     }
 
@@ -310,6 +385,7 @@ impl ContactSolver {
             velocity_change: DVector::zeros(problem.dof),
             islands: 0,
             largest_island: 0,
+            sweeps: 0,
             lcp: self.keep_lcp.then(|| Lcp {
                 m: DMatrix::zeros(size, size),
                 q: DVector::zeros(size),
@@ -539,6 +615,7 @@ impl ContactSolver {
             velocity_change,
             islands: 1,
             largest_island: layout.size(),
+            sweeps: 0,
             lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
         }
     }

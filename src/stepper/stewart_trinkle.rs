@@ -84,6 +84,7 @@ impl StewartTrinkle {
         let start = Instant::now();
         let mut timings = StepTimings::default();
         let h = params.dt;
+        self.solver.begin_step(params);
         // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
@@ -270,6 +271,7 @@ impl StewartTrinkle {
             largest_island: solved.largest_island,
             pivots,
             solves,
+            sweeps: self.solver.sweeps(),
             status: LcpStatus::Solved,
             residual: solved.residual,
             kinetic_energy: kinetic,
@@ -338,6 +340,7 @@ impl StewartTrinkle {
         timings: StepTimings,
         start: Instant,
     ) -> StepReport {
+        let sweeps = self.solver.sweeps();
         self.solver.clear();
         let failed = report::Failure {
             status: solved.status,
@@ -345,6 +348,7 @@ impl StewartTrinkle {
             lcp_size: solved.layout.size(),
             pivots,
             solves,
+            sweeps,
             lcp: solved.lcp,
         };
         report::failure(model, params, state, failed, timings, start)

@@ -7,7 +7,7 @@ use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
 use crate::lcp::LcpStatus;
 use crate::model::{LinearSystem, Model, State};
-use crate::params::StepperKind;
+use crate::params::{SolverKind, StepperKind};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, VLine};
@@ -499,6 +499,43 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
                         }
                     }
                 });
+            // NSGS solves the contact LCP of two of the schemes, on rigid
+            // bodies only (Params::validate); elsewhere Lemke is the solver.
+            let nsgs_possible = params.stepper.supports_nsgs() && !linear;
+            if !nsgs_possible {
+                params.solver = SolverKind::Lemke;
+            }
+            egui::ComboBox::from_label("contact solver")
+                .selected_text(params.solver.name())
+                .show_ui(ui, |ui| {
+                    for kind in SolverKind::ALL {
+                        if kind == SolverKind::Nsgs && !nsgs_possible {
+                            ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
+                                .on_disabled_hover_text(
+                                    "NSGS solves the contact LCP of stewart-trinkle and moreau-jean on rigid bodies",
+                                );
+                        } else {
+                            ui.selectable_value(&mut params.solver, kind, kind.name());
+                        }
+                    }
+                })
+                .response
+                .on_hover_text("lemke: exact pivoting; nsgs: Gauss–Seidel over contacts to a tolerance");
+            if params.solver == SolverKind::Nsgs {
+                ui.add(
+                    egui::Slider::new(&mut params.tolerance, 1e-12..=1e-2)
+                        .logarithmic(true)
+                        .text("NSGS tolerance")
+                        .custom_formatter(|v, _| format!("{v:.0e}")),
+                )
+                .on_hover_text("Relative natural-map residual at which the sweeps stop");
+                ui.add(
+                    egui::Slider::new(&mut params.max_iterations, 1..=100_000)
+                        .logarithmic(true)
+                        .text("NSGS sweep limit"),
+                )
+                .on_hover_text("A solve that reaches it stops the run with status SweepLimit");
+            }
         });
 }
 

@@ -1,0 +1,294 @@
+//! Nonlinear Gauss–Seidel over contacts (NSGS): Moreau's "nonlinear
+//! relaxation technique à la Gauss–Seidel" (Moreau 1998, the paragraph after
+//! (20)), which keeps the local variables — each contact's impulse and
+//! velocity — instead of eliminating them into one LCP.
+//!
+//! It solves the same contact problem as Lemke, the LCP (29) of a
+//! [`ContactProblem`] on the k-edge friction pyramid (the two-direction law in
+//! the plane), so that the two solvers can be compared on identical
+//! problems. One sweep visits the contacts in their fixed order; at contact
+//! j, with every other contact's impulse held, the local problem is the
+//! (k + 2)-unknown block of (29),
+//!
+//! ```text
+//!   0 ≤ ⎡β⎤ ⊥ ⎡ D̃ⱼᵀWD̃ⱼ   D̃ⱼᵀWñⱼ   e ⎤⎡β⎤   ⎡D̃ⱼᵀ v⁻ʲ + t_β⎤ ≥ 0,
+//!       ⎢c⎥   ⎢ ñⱼᵀWD̃ⱼ   ñⱼᵀWñⱼ   0 ⎥⎢c⎥ + ⎢ñⱼᵀ v⁻ʲ + t_n ⎥
+//!       ⎣λ⎦   ⎣ −eᵀ       μ        0 ⎦⎣λ⎦   ⎣      0        ⎦
+//! ```
+//!
+//! with v⁻ʲ the velocity without contact j's own impulse and t the scheme's
+//! right-hand-side terms (γ/h for Stewart–Trinkle, Newton's ε_N γ_N^A for
+//! Moreau–Jean), and it is solved exactly by Lemke's method on the small
+//! block (Stewart & Trinkle 1996 §3: the block is copositive-plus, so Lemke
+//! terminates with a solution). The velocity is then updated by W Jⱼᵀ Δzⱼ,
+//! touching only contact j's bodies: a sweep costs O(Σ k) whatever the
+//! number of bodies.
+//!
+//! Convergence is measured by the natural-map residual in impulse units,
+//!
+//! ```text
+//!   ρ = maxᵢ |min(zᵢ, wᵢ / Δᵢ)| / max(maxᵢ |zᵢ|, ·)
+//! ```
+//!
+//! with Δᵢ the diagonal of JᵀWJ on the β and c rows (a velocity turned into
+//! the impulse that would cancel it) and, on the λ rows, min(λ/Δₙ, ζ).
+//! ρ = 0 exactly at a solution of (29); it is computed every
+//! [`CHECK_EVERY`] sweeps and after the last one.
+
+use super::assembly::Layout;
+use super::solve::ContactProblem;
+use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
+use crate::model::ContactId;
+use nalgebra::{DMatrix, DVector};
+use std::collections::HashMap;
+
+/// Sweeps between two evaluations of the residual. The residual costs a
+/// product with each contact's rows, a fraction of a sweep's local solves,
+/// and most steps converge within a few sweeps: it is evaluated after each.
+pub const CHECK_EVERY: usize = 1;
+
+/// How NSGS stops: the residual tolerance and the sweep limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NsgsLimits {
+    /// Relative residual ρ at which the sweeps stop.
+    pub tolerance: f64,
+    /// Sweeps allowed before the solve ends with [`LcpStatus::SweepLimit`].
+    pub max_sweeps: usize,
+}
+
+/// What an NSGS solve gave, laid out as (29) over all the contacts.
+pub struct NsgsSolution {
+    /// `Solved`, or `SweepLimit` when ρ stayed above the tolerance.
+    pub status: LcpStatus,
+    /// The last residual ρ.
+    pub residual: f64,
+    /// Sweeps done.
+    pub sweeps: usize,
+    /// z = (β̃, c̃_n, λ̃).
+    pub z: DVector<f64>,
+    /// w = (ρ̃, σ̃, ζ̃) at z.
+    pub w: DVector<f64>,
+    /// W J z.
+    pub velocity_change: DVector<f64>,
+}
+
+/// One contact's data for the sweeps.
+struct Local {
+    /// Friction directions k.
+    k: usize,
+    /// The block of (29) for this contact alone, (k + 2)².
+    block: DMatrix<f64>,
+    /// Diagonal Δ of JᵀWJ on its k + 1 rows (n first), for the residual.
+    diagonal: Vec<f64>,
+    /// The scheme's terms on its rows (n first, then the k friction rows).
+    terms: Vec<f64>,
+    /// Its impulses (n first, then β), and λ.
+    z: Vec<f64>,
+    lambda: f64,
+}
+
+/// Solves `problem` (whose W is the block-diagonal `w`) by NSGS, starting
+/// from `warm` (each contact's impulses by identity, n first), within
+/// `limits`.
+pub fn solve(
+    problem: &ContactProblem<'_>,
+    w: &[f64],
+    warm: &HashMap<ContactId, Vec<f64>>,
+    limits: NsgsLimits,
+) -> NsgsSolution {
+    let contacts = problem.contacts;
+    let layout = Layout::of(contacts);
+    let mut starts = Vec::with_capacity(contacts.len());
+    let mut row = 0;
+    for c in contacts {
+        starts.push(row);
+        row += c.jacobian.friction_count();
+    }
+    let mut locals: Vec<Local> = contacts
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let jac = &c.jacobian;
+            let k = jac.friction_count();
+            // The block's order is (29)'s: β (rows 1..=k), c (row 0), λ.
+            let row_of = |i: usize| if i < k { i + 1 } else { 0 };
+            let mut block = DMatrix::zeros(k + 2, k + 2);
+            for a in 0..=k {
+                for b in 0..=k {
+                    block[(a, b)] = jac.coupling(row_of(a), jac, row_of(b), w);
+                }
+            }
+            for i in 0..k {
+                block[(i, k + 1)] = 1.0;
+                block[(k + 1, i)] = -1.0;
+            }
+            block[(k + 1, k)] = problem.mu[j];
+            let diagonal = (0..=k).map(|r| jac.coupling(r, jac, r, w)).collect();
+            let mut terms = vec![problem.normal_terms[j]; 1];
+            terms.extend((0..k).map(|i| {
+                problem
+                    .friction_terms
+                    .get(starts[j] + i)
+                    .copied()
+                    .unwrap_or(0.0)
+            }));
+            let z = warm
+                .get(&c.id)
+                .filter(|p| p.len() == k + 1 && p.iter().all(|x| x.is_finite() && *x >= 0.0))
+                .cloned()
+                .unwrap_or_else(|| vec![0.0; k + 1]);
+            Local {
+                k,
+                block,
+                diagonal,
+                terms,
+                z,
+                lambda: 0.0,
+            }
+        })
+        .collect();
+
+    // v = v* + W J z for the starting impulses.
+    let mut velocity = problem.free.clone();
+    for (c, local) in contacts.iter().zip(&locals) {
+        add_impulse(&c.jacobian, &local.z, 1.0, w, &mut velocity);
+    }
+
+    let mut status = LcpStatus::SweepLimit;
+    let mut residual = f64::INFINITY;
+    let mut sweeps = 0;
+    let local_options = LemkeOptions::default();
+    while sweeps < limits.max_sweeps {
+        sweeps += 1;
+        for (c, local) in contacts.iter().zip(locals.iter_mut()) {
+            let jac = &c.jacobian;
+            let k = local.k;
+            // v⁻ʲ: the velocity without this contact's own impulse.
+            add_impulse(jac, &local.z, -1.0, w, &mut velocity);
+            let mut q = DVector::zeros(k + 2);
+            for i in 0..k {
+                q[i] = jac.dot(i + 1, &velocity) + local.terms[i + 1];
+            }
+            q[k] = jac.dot(0, &velocity) + local.terms[0];
+            let solution = lcp::solve(
+                &Lcp {
+                    m: local.block.clone(),
+                    q,
+                },
+                &local_options,
+            );
+            if let Ok(s) = solution
+                && s.status == LcpStatus::Solved
+            {
+                local.z[0] = s.z[k].max(0.0);
+                for i in 0..k {
+                    local.z[i + 1] = s.z[i].max(0.0);
+                }
+                local.lambda = s.z[k + 1].max(0.0);
+            }
+            // A local failure (only from non-finite data) keeps the last
+            // impulse; the residual reports it.
+            add_impulse(jac, &local.z, 1.0, w, &mut velocity);
+        }
+        if sweeps % CHECK_EVERY == 0 || sweeps == limits.max_sweeps {
+            residual = natural_residual(problem, &locals, &velocity);
+            if residual <= limits.tolerance {
+                status = LcpStatus::Solved;
+                break;
+            }
+        }
+    }
+    if !residual.is_finite() {
+        status = LcpStatus::NumericalFailure;
+    }
+
+    let mut z = DVector::zeros(layout.size());
+    let mut wv = DVector::zeros(layout.size());
+    for (j, (c, local)) in contacts.iter().zip(&locals).enumerate() {
+        let (rows, zeta) = local_w(&c.jacobian, local, &velocity, problem.mu[j]);
+        z[layout.normal(j)] = local.z[0];
+        wv[layout.normal(j)] = rows[0];
+        for i in 0..local.k {
+            z[starts[j] + i] = local.z[i + 1];
+            wv[starts[j] + i] = rows[i + 1];
+        }
+        z[layout.lambda(j)] = local.lambda;
+        wv[layout.lambda(j)] = zeta;
+    }
+    NsgsSolution {
+        status,
+        residual,
+        sweeps,
+        z,
+        w: wv,
+        velocity_change: velocity - problem.free,
+    }
+}
+
+/// out += α W Jᵀ z for one contact's impulses z (n first, then β).
+fn add_impulse(
+    jac: &crate::model::ContactJacobian,
+    z: &[f64],
+    alpha: f64,
+    w: &[f64],
+    out: &mut DVector<f64>,
+) {
+    for (r, &value) in z.iter().enumerate() {
+        if value == 0.0 {
+            continue;
+        }
+        let row = jac.row(r);
+        let mut offset = 0;
+        for b in jac.blocks() {
+            for (i, x) in row[offset..offset + b.len].iter().enumerate() {
+                out[b.start + i] += alpha * w[b.start + i] * value * x;
+            }
+            offset += b.len;
+        }
+    }
+}
+
+/// A contact's w rows (σ first, then ρ) and ζ at `velocity`.
+fn local_w(
+    jac: &crate::model::ContactJacobian,
+    local: &Local,
+    velocity: &DVector<f64>,
+    mu: f64,
+) -> (Vec<f64>, f64) {
+    let k = local.k;
+    let mut rows = Vec::with_capacity(k + 1);
+    rows.push(jac.dot(0, velocity) + local.terms[0]);
+    for i in 0..k {
+        rows.push(jac.dot(i + 1, velocity) + local.terms[i + 1] + local.lambda);
+    }
+    let zeta = mu * local.z[0] - local.z[1..].iter().sum::<f64>();
+    (rows, zeta)
+}
+
+/// ρ of the module documentation.
+fn natural_residual(
+    problem: &ContactProblem<'_>,
+    locals: &[Local],
+    velocity: &DVector<f64>,
+) -> f64 {
+    let mut worst: f64 = 0.0;
+    let mut size: f64 = 0.0;
+    for (j, (c, local)) in problem.contacts.iter().zip(locals).enumerate() {
+        let (rows, zeta) = local_w(&c.jacobian, local, velocity, problem.mu[j]);
+        for (r, (&z, &wr)) in local.z.iter().zip(&rows).enumerate() {
+            let d = local.diagonal[r].max(f64::MIN_POSITIVE);
+            worst = worst.max(z.min(wr / d).abs());
+            size = size.max(z.abs());
+        }
+        let dn = local.diagonal[0].max(f64::MIN_POSITIVE);
+        worst = worst.max((local.lambda / dn).min(zeta).abs());
+        if !(worst.is_finite() && size.is_finite()) {
+            return f64::INFINITY;
+        }
+    }
+    if size == 0.0 {
+        // No impulse anywhere: ρ is the largest approach velocity, as impulse.
+        return worst;
+    }
+    worst / size
+}

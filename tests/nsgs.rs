@@ -1,0 +1,285 @@
+//! NSGS (Moreau 1998, after (20)): Gauss–Seidel over contacts on the same
+//! LCP (29) that Lemke solves — agreement with Lemke, the contact law at
+//! every contact, closed forms, determinism and the sweep limit's status.
+
+use contactlab::lcp::LcpStatus;
+use contactlab::model::Model;
+use contactlab::params::{Overrides, SolverKind, StepperKind};
+use contactlab::scene::{self, Scene};
+use contactlab::sim::Simulation;
+use contactlab::stepper::{ContactState, StepReport};
+use std::path::Path;
+
+fn load(name: &str) -> Scene {
+    scene::load(&Path::new("scenes").join(name)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn nsgs(mut scene: Scene, tolerance: f64) -> Simulation {
+    scene.params.solver = SolverKind::Nsgs;
+    scene.params.tolerance = tolerance;
+    scene.params.max_iterations = 100_000;
+    Simulation::new(scene)
+}
+
+/// Runs `sim` for `seconds`, asserting every step solved, and hands each
+/// report to `visit`.
+fn run(sim: &mut Simulation, seconds: f64, mut visit: impl FnMut(&Simulation, &StepReport)) {
+    let steps = (seconds / sim.params.dt).round() as usize;
+    for _ in 0..steps {
+        let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
+        assert_eq!(report.status, LcpStatus::Solved, "t = {}", report.t);
+        visit(sim, &report);
+    }
+}
+
+#[test]
+fn nsgs_and_lemke_end_in_the_same_place() {
+    // Balls meet balls and the table: the impulses are unique, so a converged
+    // NSGS and Lemke take the same steps.
+    for (name, stepper) in [
+        ("four_balls.ron", StepperKind::StewartTrinkle),
+        ("two_balls.ron", StepperKind::MoreauJean),
+        ("ball_roll.ron", StepperKind::MoreauJean),
+        ("two_balls.ron", StepperKind::StewartTrinkle),
+        ("box_stack.ron", StepperKind::StewartTrinkle),
+    ] {
+        let mut scene = load(name);
+        scene.params.stepper = stepper;
+        let mut lemke = Simulation::new(scene.clone());
+        let mut iterative = nsgs(scene, 1e-10);
+        let seconds = lemke.params.duration;
+        run(&mut lemke, seconds, |_, _| {});
+        let mut sweeps = 0;
+        run(&mut iterative, seconds, |_, r| {
+            sweeps += r.sweeps;
+            assert!(r.residual <= 1e-10, "{name}: residual {}", r.residual);
+            assert_eq!(r.pivots, 0);
+        });
+        assert!(sweeps > 0, "{name}: NSGS swept");
+        let gap = (&lemke.state.q - &iterative.state.q).amax();
+        assert!(gap < 1e-4, "{name} ({stepper}): positions differ by {gap}");
+    }
+}
+
+#[test]
+fn every_nsgs_solution_keeps_the_contact_law() {
+    // Stewart–Trinkle with NSGS: no step ends inside, the energy never rises
+    // (§3.3), and every contact's state is one of the law's: separating with
+    // no impulse, sticking inside the pyramid, or slipping on its boundary
+    // with the friction against the slip.
+    for name in [
+        "four_balls.ron",
+        "box_stack.ron",
+        "ball_roll.ron",
+        "rod.ron",
+    ] {
+        let mut sim = nsgs(load(name), 1e-10);
+        let (k, p) = sim.energy();
+        let mut previous = k + p;
+        let scale = previous.abs().max(1.0);
+        let mu = sim.params.mu;
+        let seconds = sim.params.duration;
+        run(&mut sim, seconds, |_, r| {
+            assert!(
+                r.min_gap >= -1e-6,
+                "{name}: gap {} at t = {}",
+                r.min_gap,
+                r.t
+            );
+            let now = r.kinetic_energy + r.potential_energy;
+            assert!(
+                now - previous <= 1e-9 * scale,
+                "{name}: energy rose by {} at t = {}",
+                now - previous,
+                r.t
+            );
+            previous = now;
+            for c in &r.contacts {
+                let limit = mu * c.normal_impulse;
+                match c.state {
+                    ContactState::Separating => {
+                        assert!(c.tangential_impulse.abs() <= 1e-8 * scale, "{name}");
+                    }
+                    ContactState::Stick | ContactState::Slip => {
+                        // Inside the pyramid, whose widest extent is the
+                        // cone of radius μ c_n.
+                        assert!(
+                            c.tangential_impulse.abs() <= limit * (1.0 + 1e-6) + 1e-12,
+                            "{name}: friction {} beyond μ c_n = {limit}",
+                            c.tangential_impulse
+                        );
+                    }
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn a_sliding_ball_rolls_from_t_star_with_nsgs() {
+    let mut sim = nsgs(load("ball_roll.ron"), 1e-10);
+    let (v0, mu, g, r) = (2.0, sim.params.mu, 9.81, 0.1);
+    let t_star = 2.0 * v0 / (7.0 * mu * g);
+    let mut rolling_from = None;
+    run(&mut sim, 0.6, |sim, report| {
+        let Model::Rigid(s) = sim.model() else {
+            panic!("rigid")
+        };
+        let v = s.linear_velocity(&sim.state.v, 0);
+        let w = s.angular_velocity(&sim.state.q, &sim.state.v, 0);
+        if rolling_from.is_none() && (v.x - w.y * r).abs() < 1e-6 {
+            rolling_from = Some(report.t);
+        }
+        for c in &report.contacts {
+            if c.state == ContactState::Slip {
+                assert!(c.friction_impulse.x < 0.0, "friction opposes the slip");
+            }
+        }
+    });
+    let t = rolling_from.expect("the ball starts rolling");
+    assert!(
+        (t - t_star).abs() < 0.02 * t_star,
+        "rolls from {t}, t* = {t_star}"
+    );
+    let Model::Rigid(s) = sim.model() else {
+        panic!("rigid")
+    };
+    let speed = s.linear_velocity(&sim.state.v, 0).x;
+    assert!(
+        (speed - 5.0 * v0 / 7.0).abs() < 0.02 * 5.0 * v0 / 7.0,
+        "speed {speed}"
+    );
+}
+
+/// The incline scene with angle α and friction μ (a box flat on it, in the
+/// plane: the two-direction law), solved by NSGS.
+fn incline(alpha: f64, mu: f64) -> Scene {
+    let (s, c) = alpha.sin_cos();
+    let text = format!(
+        r#"Scene(name: "incline", params: (dt: 0.002, duration: 1.0, mu: {mu}, solver: nsgs, tolerance: 1e-10, max_iterations: 100000),
+        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.1, 0.1)), mass: 1.0,
+                      position: ({px}, {py}, 0.0), orientation: Angle({alpha}))],
+            surfaces: [(name: "incline", normal: ({nx}, {c}, 0.0))])))"#,
+        px = -0.1 * s,
+        py = 0.1 * c,
+        nx = -s,
+    );
+    scene::parse(&text, Path::new("incline.ron")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_box_on_an_incline_sticks_or_slides_as_the_closed_form_says() {
+    let g = 9.81;
+    for (alpha_deg, mu) in [(20.0_f64, 0.5), (30.0, 0.3), (40.0, 0.5)] {
+        let alpha = alpha_deg.to_radians();
+        let mut sim = Simulation::new(incline(alpha, mu));
+        let (x0, y0) = (sim.state.q[0], sim.state.q[1]);
+        run(&mut sim, 1.0, |_, _| {});
+        let down = -(sim.state.q[0] - x0) * alpha.cos() - (sim.state.q[1] - y0) * alpha.sin();
+        if alpha.tan() < mu {
+            assert!(
+                down.abs() < 1e-6,
+                "α = {alpha_deg}°, μ = {mu}: moved {down}"
+            );
+        } else {
+            let expected = g * (alpha.sin() - mu * alpha.cos());
+            let t = sim.state.t;
+            let measured = 2.0 * down / (t * t);
+            assert!(
+                (measured - expected).abs() < 0.01 * expected,
+                "α = {alpha_deg}°, μ = {mu}: a = {measured}, expected {expected}"
+            );
+        }
+    }
+}
+
+#[test]
+fn nsgs_reruns_are_identical_bit_for_bit() {
+    let mut a = nsgs(load("four_balls.ron"), 1e-8);
+    let mut b = nsgs(load("four_balls.ron"), 1e-8);
+    run(&mut a, 0.5, |_, _| {});
+    run(&mut b, 0.5, |_, _| {});
+    let bits = |s: &Simulation| -> Vec<u64> {
+        s.state
+            .q
+            .iter()
+            .chain(s.state.v.iter())
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    assert_eq!(bits(&a), bits(&b));
+}
+
+#[test]
+fn the_sweep_limit_is_reported_with_its_own_status() {
+    let mut scene = load("box_stack.ron");
+    scene.params.solver = SolverKind::Nsgs;
+    scene.params.tolerance = 1e-14;
+    scene.params.max_iterations = 1;
+    let mut sim = Simulation::new(scene);
+    let t0 = sim.state.t;
+    let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
+    assert_eq!(report.status, LcpStatus::SweepLimit);
+    assert_eq!(report.sweeps, 1);
+    assert_eq!(sim.state.t, t0, "the state is kept");
+}
+
+#[test]
+fn the_solver_flags_are_checked() {
+    let scene = load("four_balls.ron");
+    let with = |o: Overrides| scene.params.with_overrides(&scene.model, &o);
+    let p = with(Overrides {
+        solver: Some("nsgs".into()),
+        tolerance: Some(1e-6),
+        max_iterations: Some(50),
+        ..Overrides::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (p.solver, p.tolerance, p.max_iterations),
+        (SolverKind::Nsgs, 1e-6, 50)
+    );
+    let refused = |o: Overrides, field: &str| {
+        let e = with(o).expect_err("refused");
+        assert_eq!(e.field, field, "{e}");
+    };
+    refused(
+        Overrides {
+            tolerance: Some(1e-6),
+            ..Overrides::default()
+        },
+        "tolerance",
+    );
+    refused(
+        Overrides {
+            solver: Some("gauss".into()),
+            ..Overrides::default()
+        },
+        "solver",
+    );
+    refused(
+        Overrides {
+            solver: Some("nsgs".into()),
+            stepper: Some("anitescu-potra".into()),
+            ..Overrides::default()
+        },
+        "solver",
+    );
+    refused(
+        Overrides {
+            solver: Some("nsgs".into()),
+            max_iterations: Some(0),
+            ..Overrides::default()
+        },
+        "max_iterations",
+    );
+    refused(
+        Overrides {
+            solver: Some("nsgs".into()),
+            tolerance: Some(0.0),
+            ..Overrides::default()
+        },
+        "tolerance",
+    );
+}
