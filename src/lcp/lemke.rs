@@ -220,7 +220,18 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
             }
         }
     }
-    let mut tableau = Tableau::<M, F>::cold(m, q, covering, options);
+    let Some(mut tableau) = Tableau::<M, F>::cold(m, q, covering, options) else {
+        let solution = LcpSolution {
+            z: DVector::zeros(n),
+            w: q.clone(),
+            status: LcpStatus::NumericalFailure,
+            pivots: pivots_spent,
+            residual: f64::INFINITY,
+            basis: Vec::new(),
+            warm_started: false,
+        };
+        return Ok((solution, false));
+    };
     let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
     let cycled = tableau.cycled;
     let mut solution = tableau.finish(status, false);
@@ -507,10 +518,17 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         Some(tableau)
     }
 
-    fn cold(m: &'a M, q: &'a DVector<f64>, covering: Vec<f64>, options: &LemkeOptions) -> Self {
+    /// The identity basis (every w basic). `None` only when the data are
+    /// not finite after all: an operator whose entries are finite can still
+    /// overflow in its products.
+    fn cold(
+        m: &'a M,
+        q: &'a DVector<f64>,
+        covering: Vec<f64>,
+        options: &LemkeOptions,
+    ) -> Option<Self> {
         let n = m.size();
         Self::with_basis(m, q, covering, (0..n).collect(), options)
-            .unwrap_or_else(|| unreachable!("the identity basis is regular and q is finite"))
     }
 
     /// Starts from the complementary basis with z basic at `z_basic` and w
