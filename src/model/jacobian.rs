@@ -147,6 +147,20 @@ impl ContactJacobian {
         }
     }
 
+    /// out += α·G·rowᵣ for a block-diagonal G given per velocity by
+    /// `diagonal` (M⁻¹ of a rigid system: the velocity change of an impulse
+    /// α along row r).
+    pub fn add_weighted_row(&self, r: usize, alpha: f64, diagonal: &[f64], out: &mut DVector<f64>) {
+        let row = self.row(r);
+        let mut offset = 0;
+        for b in self.blocks() {
+            for (i, a) in row[offset..offset + b.len].iter().enumerate() {
+                out[b.start + i] += diagonal[b.start + i] * alpha * a;
+            }
+            offset += b.len;
+        }
+    }
+
     /// n as a dense generalized vector of length `dof`.
     pub fn dense_normal(&self, dof: usize) -> DVector<f64> {
         let mut n = DVector::zeros(dof);

@@ -216,14 +216,7 @@ impl<'a> ContactLcp<'a> {
             for r in 0..=c.friction_count() {
                 let value = z[self.column(j, r)];
                 if value != 0.0 {
-                    let row = c.row(r);
-                    let mut offset = 0;
-                    for b in c.blocks() {
-                        for (i, x) in row[offset..offset + b.len].iter().enumerate() {
-                            out[b.start + i] += self.w[b.start + i] * value * x;
-                        }
-                        offset += b.len;
-                    }
+                    c.add_weighted_row(r, value, self.w, out);
                 }
             }
         }

@@ -37,7 +37,7 @@
 //! solves, and warm-started steps mostly converge within a few sweeps.
 
 use super::assembly::Layout;
-use super::solve::ContactProblem;
+use super::solve::{ContactProblem, friction_starts};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
 use nalgebra::{DMatrix, DVector};
@@ -94,12 +94,7 @@ pub fn solve(
 ) -> NsgsSolution {
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
-    let mut starts = Vec::with_capacity(contacts.len());
-    let mut row = 0;
-    for c in contacts {
-        starts.push(row);
-        row += c.jacobian.friction_count();
-    }
+    let starts = friction_starts(contacts);
     let mut locals: Vec<Local> = contacts
         .iter()
         .enumerate()
@@ -228,16 +223,8 @@ fn add_impulse(
     out: &mut DVector<f64>,
 ) {
     for (r, &value) in z.iter().enumerate() {
-        if value == 0.0 {
-            continue;
-        }
-        let row = jac.row(r);
-        let mut offset = 0;
-        for b in jac.blocks() {
-            for (i, x) in row[offset..offset + b.len].iter().enumerate() {
-                out[b.start + i] += alpha * w[b.start + i] * value * x;
-            }
-            offset += b.len;
+        if value != 0.0 {
+            jac.add_weighted_row(r, alpha * value, w, out);
         }
     }
 }

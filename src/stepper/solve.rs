@@ -283,16 +283,12 @@ impl ContactSolver {
         settings: &StepSettings,
     ) -> ContactSolution {
         match problem.map {
-            MassInverse::Diagonal(w) if self.nsgs.is_some() => {
-                let limits = self.nsgs.unwrap_or(NsgsLimits {
-                    tolerance: 1e-8,
-                    max_sweeps: 1000,
-                });
-                self.solve_nsgs(problem, w.as_slice(), limits)
-            }
-            MassInverse::Diagonal(w) => {
-                self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
-            }
+            MassInverse::Diagonal(w) => match self.nsgs {
+                Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits),
+                None => {
+                    self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
+                }
+            },
             MassInverse::Dense(_) => self.solve_dense(problem, form, frictionless_start, settings),
         }
     }
@@ -622,7 +618,7 @@ impl ContactSolver {
 }
 
 /// The first friction row of each contact in (29).
-fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
+pub(super) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
     let mut starts = Vec::with_capacity(contacts.len());
     let mut row = 0;
     for c in contacts {
