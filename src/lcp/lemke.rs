@@ -276,18 +276,6 @@ struct Columns<'a, M: ?Sized> {
 }
 
 impl<M: LcpMatrix + ?Sized> Columns<'_, M> {
-    /// Entry `row` of the column of `var`.
-    fn entry(&self, row: usize, var: Var) -> f64 {
-        let n = self.n;
-        if var < n {
-            if row == var { 1.0 } else { 0.0 }
-        } else if var < 2 * n {
-            -self.m.entry(row, var - n)
-        } else {
-            -self.covering[row]
-        }
-    }
-
     /// out += Σ value·(column of var) over `vars`.
     fn add_columns(&self, vars: &[(Var, f64)], out: &mut [f64]) {
         let n = self.n;
@@ -352,6 +340,9 @@ struct Partition {
     uncovered: Vec<usize>,
     /// A_KC.
     block: DMatrix<f64>,
+    /// The columns of C, dense (A_KC is read from them; the factors need
+    /// their A_jC rows too, so each is computed once).
+    full: Vec<Vec<f64>>,
 }
 
 impl Partition {
@@ -372,12 +363,14 @@ impl Partition {
         if uncovered.len() != m {
             return None;
         }
-        let block = DMatrix::from_fn(m, m, |k, c| columns.entry(uncovered[k], basis[others[c]]));
+        let full: Vec<Vec<f64>> = others.iter().map(|&r| columns.column(basis[r])).collect();
+        let block = DMatrix::from_fn(m, m, |k, c| full[c][uncovered[k]]);
         Some(Self {
             unit_row,
             others,
             uncovered,
             block,
+            full,
         })
     }
 

@@ -366,6 +366,19 @@ impl Model {
         }
     }
 
+    /// The identities and gaps of [`Self::contacts`] at q, without their
+    /// Jacobians (cheaper where only the gaps are wanted).
+    pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
+        match self {
+            Self::Rigid(s) => s.gaps(q, margin),
+            Self::Linear(s) => s
+                .contacts(q, margin)
+                .into_iter()
+                .map(|c| (c.id, c.gap))
+                .collect(),
+        }
+    }
+
     /// Kinetic and potential energy, J.
     pub fn energy(&self, q: &DVector<f64>, v: &DVector<f64>, params: &Params) -> (f64, f64) {
         let kinetic = match self {
@@ -425,10 +438,30 @@ pub fn pyramid_directions(normal: &Vector3<f64>, up: &Vector3<f64>, k: usize) ->
         (axis - normal * normal.dot(&axis)).normalize()
     };
     let t2 = t1.cross(normal);
-    (0..k)
-        .map(|i| {
-            let theta = 2.0 * std::f64::consts::PI * i as f64 / k as f64;
-            t1 * theta.cos() + t2 * theta.sin()
-        })
-        .collect()
+    // (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, computed once per k and thread: every
+    // contact of every step needs them.
+    type Tables = Vec<(usize, Vec<(f64, f64)>)>;
+    thread_local! {
+        static ANGLES: std::cell::RefCell<Tables> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    ANGLES.with_borrow_mut(|tables| {
+        let index = match tables.iter().position(|(n, _)| *n == k) {
+            Some(index) => index,
+            None => {
+                let table = (0..k)
+                    .map(|i| {
+                        let theta = 2.0 * std::f64::consts::PI * i as f64 / k as f64;
+                        (theta.cos(), theta.sin())
+                    })
+                    .collect();
+                tables.push((k, table));
+                tables.len() - 1
+            }
+        };
+        tables[index]
+            .1
+            .iter()
+            .map(|&(c, s)| t1 * c + t2 * s)
+            .collect()
+    })
 }

@@ -589,6 +589,28 @@ impl RigidSystem {
     /// phase ([`candidate_pairs`]) finds, in the order (i, j) with i < j.
     pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
         let mut out = Vec::new();
+        self.visit_contacts(q, margin, |id, gap, point_a, b, normal| {
+            out.push(self.contact(q, id, gap, point_a, b, normal, edges));
+        });
+        out
+    }
+
+    /// The identities and gaps of [`Self::contacts`], without their
+    /// Jacobians and frames: what a stepper needs to check the end of a step.
+    pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
+        let mut out = Vec::new();
+        self.visit_contacts(q, margin, |id, gap, _, _, _| out.push((id, gap)));
+        out
+    }
+
+    /// Calls `found(id, gap, point on a, body b with its point, normal)` for
+    /// every potential contact at q whose gap is at most `margin`.
+    fn visit_contacts(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
+    ) {
         for (i, body) in self.bodies.iter().enumerate() {
             let x = self.position(q, i);
             let r = self.rotation(q, i);
@@ -608,7 +630,7 @@ impl RigidSystem {
                             b: Other::Surface(s),
                             feature,
                         };
-                        out.push(self.contact(q, id, gap, point, None, surface.normal, edges));
+                        found(id, gap, point, None, surface.normal);
                     }
                 }
             }
@@ -626,18 +648,9 @@ impl RigidSystem {
                     b: Other::Body(j),
                     feature: pc.feature,
                 };
-                out.push(self.contact(
-                    q,
-                    id,
-                    pc.gap,
-                    pc.point_a,
-                    Some((j, pc.point_b)),
-                    pc.normal,
-                    edges,
-                ));
+                found(id, pc.gap, pc.point_a, Some((j, pc.point_b)), pc.normal);
             }
         }
-        out
     }
 
     fn pair_contacts(&self, q: &DVector<f64>, i: usize, j: usize, margin: f64) -> Vec<PairContact> {

@@ -29,6 +29,20 @@ struct LocalBlock {
     len: usize,
     /// The contacts touching it: (contact, offset of this block in its rows).
     contacts: Vec<(usize, usize)>,
+    /// Offset of its velocities in [`Scratch::impulse`].
+    flat: usize,
+}
+
+/// Work space of [`ContactLcp::add_product`], kept between calls so that a
+/// product costs the nonzeros it touches and allocates nothing.
+#[derive(Default)]
+struct Scratch {
+    /// The impulse J x, then W J x, on the local blocks (flat).
+    impulse: Vec<f64>,
+    /// Whether a local block is in `touched`.
+    marked: Vec<bool>,
+    /// The local blocks the current product touches.
+    touched: Vec<usize>,
 }
 
 /// The (29) matrix of a set of contacts with a block-diagonal W.
@@ -58,6 +72,7 @@ pub struct ContactLcp<'a> {
     scale: Option<Vec<f64>>,
     /// max |(SMS)ᵢⱼ| off the regularized diagonal.
     scaled_magnitude: f64,
+    scratch: std::cell::RefCell<Scratch>,
 }
 
 /// The row marker of λ in [`ContactLcp::owner`].
@@ -86,8 +101,9 @@ impl<'a> ContactLcp<'a> {
             owner[layout.lambda(j)] = (j, LAMBDA);
         }
         let mut blocks: Vec<LocalBlock> = Vec::new();
-        let mut index: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+        let mut index: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
         let mut contact_blocks = Vec::with_capacity(p);
+        let mut flat = 0;
         for (j, c) in jacobians.iter().enumerate() {
             let mut mine = Vec::with_capacity(2);
             let mut offset = 0;
@@ -97,7 +113,9 @@ impl<'a> ContactLcp<'a> {
                         start: b.start,
                         len: b.len,
                         contacts: Vec::new(),
+                        flat,
                     });
+                    flat += b.len;
                     blocks.len() - 1
                 });
                 blocks[local].contacts.push((j, offset));
@@ -106,6 +124,7 @@ impl<'a> ContactLcp<'a> {
             }
             contact_blocks.push(mine);
         }
+        let blocks_len = blocks.len();
         let mut lcp = Self {
             layout,
             jacobians,
@@ -120,6 +139,11 @@ impl<'a> ContactLcp<'a> {
             largest_diagonal: 0.0,
             scale: None,
             scaled_magnitude: 1.0,
+            scratch: std::cell::RefCell::new(Scratch {
+                impulse: vec![0.0; flat],
+                marked: vec![false; blocks_len],
+                touched: Vec::new(),
+            }),
         };
         let mut diagonal: Vec<f64> = (0..friction + p).map(|i| lcp.delassus(i, i)).collect();
         lcp.largest_diagonal = diagonal.iter().copied().fold(0.0, f64::max);
@@ -221,39 +245,6 @@ impl<'a> ContactLcp<'a> {
             }
         }
     }
-
-    /// out += α·(structural part of column j): Ẽ, −Ẽᵀ and μ̃.
-    fn add_structure(&self, j: usize, alpha: f64, out: &mut [f64]) {
-        let (b, s) = self.owner[j];
-        if s == LAMBDA {
-            // Ẽ: +1 on each friction row of contact b.
-            let start = self.first_beta[b];
-            for o in &mut out[start..start + self.jacobians[b].friction_count()] {
-                *o += alpha;
-            }
-        } else if s == 0 {
-            out[self.layout.lambda(b)] += alpha * self.mu[b];
-        } else {
-            out[self.layout.lambda(b)] -= alpha;
-        }
-    }
-
-    /// For the impulse u (per local block, W applied) adds α·Jᵀu on every
-    /// contact touching the blocks in `touched`.
-    fn add_transpose(&self, u: &[Vec<f64>], touched: &[usize], out: &mut [f64]) {
-        for &l in touched {
-            let block = &self.blocks[l];
-            let ul = &u[l];
-            for &(a, offset) in &block.contacts {
-                let c = self.jacobians[a];
-                for r in 0..=c.friction_count() {
-                    let row = &c.row(r)[offset..offset + block.len];
-                    let dot: f64 = row.iter().zip(ul).map(|(x, y)| x * y).sum();
-                    out[self.column(a, r)] += dot;
-                }
-            }
-        }
-    }
 }
 
 impl ContactLcp<'_> {
@@ -320,44 +311,74 @@ impl ContactLcp<'_> {
         }
     }
 
-    fn add_product_unscaled(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        // The impulse J x on the blocks it touches.
-        let mut impulse: Vec<Vec<f64>> = Vec::new();
-        let mut touched: Vec<usize> = Vec::new();
-        let mut slot = vec![usize::MAX; self.blocks.len()];
+    /// out += S (M x) for the unscaled M and x already scaled (S = `scale`,
+    /// or the identity): the structure and the regularization on their
+    /// rows, the impulse J x on the blocks it touches, W per block, then Jᵀ
+    /// on the contacts touching those blocks.
+    fn add_product_scaled(&self, x: &[(usize, f64)], scale: Option<&[f64]>, out: &mut [f64]) {
+        let s = |i: usize| scale.map_or(1.0, |s| s[i]);
+        let mut scratch = self.scratch.borrow_mut();
+        let Scratch {
+            impulse,
+            marked,
+            touched,
+        } = &mut *scratch;
         for &(j, value) in x {
             if value == 0.0 {
                 continue;
             }
-            self.add_structure(j, value, out);
-            let (b, s) = self.owner[j];
-            if s == LAMBDA {
+            let (b, r) = self.owner[j];
+            if r == LAMBDA {
+                // Ẽ: +1 on each friction row of contact b.
+                let start = self.first_beta[b];
+                let k = self.jacobians[b].friction_count();
+                for (i, o) in out.iter_mut().enumerate().skip(start).take(k) {
+                    *o += value * s(i);
+                }
                 continue;
             }
+            // μ̃ (normal) or −Ẽᵀ (friction) on the λ row of contact b.
+            let lambda = self.layout.lambda(b);
+            let structure = if r == 0 { self.mu[b] } else { -1.0 };
+            out[lambda] += value * structure * s(lambda);
             if self.regularization != 0.0 {
-                out[j] += self.regularization * self.diagonal[j] * value;
+                out[j] += self.regularization * self.diagonal[j] * value * s(j);
             }
-            let row = self.jacobians[b].row(s);
+            let row = self.jacobians[b].row(r);
             for &(l, offset) in &self.contact_blocks[b] {
-                let len = self.blocks[l].len;
-                if slot[l] == usize::MAX {
-                    slot[l] = impulse.len();
-                    impulse.push(vec![0.0; len]);
+                let block = &self.blocks[l];
+                let p = &mut impulse[block.flat..block.flat + block.len];
+                if !marked[l] {
+                    marked[l] = true;
                     touched.push(l);
+                    p.fill(0.0);
                 }
-                for (p, v) in impulse[slot[l]].iter_mut().zip(&row[offset..offset + len]) {
+                for (p, v) in p.iter_mut().zip(&row[offset..offset + block.len]) {
                     *p += value * v;
                 }
             }
         }
-        // W per block, then Jᵀ on the contacts touching those blocks.
-        let mut u: Vec<Vec<f64>> = vec![Vec::new(); self.blocks.len()];
-        for &l in &touched {
+        for &l in touched.iter() {
             let block = &self.blocks[l];
-            let w = &self.w[block.start..block.start + block.len];
-            u[l] = impulse[slot[l]].iter().zip(w).map(|(p, w)| p * w).collect();
+            let u = &mut impulse[block.flat..block.flat + block.len];
+            for (p, w) in u
+                .iter_mut()
+                .zip(&self.w[block.start..block.start + block.len])
+            {
+                *p *= w;
+            }
+            for &(a, offset) in &block.contacts {
+                let c = self.jacobians[a];
+                for r in 0..=c.friction_count() {
+                    let row = &c.row(r)[offset..offset + block.len];
+                    let dot: f64 = row.iter().zip(u.iter()).map(|(x, y)| x * y).sum();
+                    let column = self.column(a, r);
+                    out[column] += dot * s(column);
+                }
+            }
+            marked[l] = false;
         }
-        self.add_transpose(&u, &touched, out);
+        touched.clear();
     }
 }
 
@@ -378,15 +399,11 @@ impl LcpMatrix for ContactLcp<'_> {
     }
 
     fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        match &self.scale {
-            None => self.add_product_unscaled(x, out),
+        match self.scale.as_deref() {
+            None => self.add_product_scaled(x, None, out),
             Some(s) => {
                 let scaled: Vec<(usize, f64)> = x.iter().map(|&(j, v)| (j, v * s[j])).collect();
-                let mut product = vec![0.0; out.len()];
-                self.add_product_unscaled(&scaled, &mut product);
-                for ((o, p), si) in out.iter_mut().zip(&product).zip(s) {
-                    *o += p * si;
-                }
+                self.add_product_scaled(&scaled, Some(s), out);
             }
         }
     }

@@ -41,7 +41,7 @@ use super::solve::{ContactProblem, friction_starts};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
 use nalgebra::{DMatrix, DVector};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// How NSGS stops: the residual tolerance and the sweep limit.
 #[derive(Debug, Clone, Copy, PartialEq)]

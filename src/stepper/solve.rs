@@ -23,8 +23,8 @@ use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Pri
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
 /// rejected problem (non-finite data from a diverging state) is a numerical
@@ -388,8 +388,8 @@ impl ContactSolver {
             }),
         };
         let mut recorded = Vec::new();
-        let mut levels = HashMap::new();
-        let mut impulses = HashMap::new();
+        let mut levels = HashMap::default();
+        let mut impulses = HashMap::default();
         for members in islands(contacts) {
             let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
             let mu: Vec<f64> = members.iter().map(|&j| problem.mu[j]).collect();
@@ -659,7 +659,7 @@ fn global_index(
 /// contacts (a contact with a static surface touches one block). Islands
 /// come in the order of their first contact, contacts in their order.
 pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
-    let mut index: HashMap<usize, usize> = HashMap::new();
+    let mut index: HashMap<usize, usize> = HashMap::default();
     let mut parent: Vec<usize> = Vec::new();
     fn find(parent: &mut [usize], mut x: usize) -> usize {
         while parent[x] != x {
@@ -687,7 +687,7 @@ pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
         first_block.push(roots[0]);
     }
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    let mut group_of: HashMap<usize, usize> = HashMap::default();
     for (j, &block) in first_block.iter().enumerate() {
         let root = find(&mut parent, block);
         let g = *group_of.entry(root).or_insert_with(|| {

@@ -27,8 +27,9 @@ use crate::lcp::{Lcp, LcpStatus};
 use crate::model::{Contact, ContactId, Model, Other, State};
 use crate::params::Params;
 use nalgebra::{DVector, Vector3};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 /// Indices of the candidates that stand in for required contacts that came
@@ -47,7 +48,7 @@ fn stand_ins(
         .filter(|id| !known.contains(id))
         .map(|id| (id.a, id.b))
         .collect();
-    let mut nearest: HashMap<(usize, Other), (usize, f64)> = HashMap::new();
+    let mut nearest: HashMap<(usize, Other), (usize, f64)> = HashMap::default();
     for (i, (c, &gap)) in candidates.iter().zip(predicted).enumerate() {
         let pair = (c.id.a, c.id.b);
         if vanished.contains(&pair) {
@@ -160,15 +161,17 @@ impl StewartTrinkle {
                 let q_new = model.integrate(&state.q, &v_new, h);
                 // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
                 let clock = Instant::now();
-                let after = model.contacts(&q_new, params.edges, 0.0);
+                // The gaps at qˡ⁺¹ within the margin: the violated ones here,
+                // all of them for the report if this iterate is kept.
+                let after = model.gaps(&q_new, margin);
                 timings.geometry += clock.elapsed();
                 let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
                 let missing: Vec<ContactId> = after
                     .iter()
-                    .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id) && known.contains(&c.id))
-                    .map(|c| c.id)
+                    .filter(|(id, gap)| *gap < 0.0 && !chosen.contains(id) && known.contains(id))
+                    .map(|(id, _)| *id)
                     .collect();
-                let deepest = after.iter().map(|c| c.gap).fold(0.0, f64::min);
+                let deepest = after.iter().map(|(_, gap)| *gap).fold(0.0, f64::min);
                 let done = missing.is_empty() || round + 1 >= self.settings.active_set_rounds;
                 required.extend(missing);
                 if done {
@@ -179,6 +182,7 @@ impl StewartTrinkle {
                         q_new,
                         selected.iter().map(|&c| c.clone()).collect::<Vec<_>>(),
                         deepest,
+                        after,
                     ));
                     break;
                 }
@@ -214,15 +218,16 @@ impl StewartTrinkle {
             q_hat = model.integrate(&state.q, &next, h);
             v_hat = next;
         }
-        let Some((solved, v_new, q_new, selected, _)) = best else {
+        let Some((solved, v_new, q_new, selected, _, after)) = best else {
             unreachable!("the settings allow at least one round and one iteration");
         };
 
         // The new state, the next active set, the report.
-        let clock = Instant::now();
-        let after = model.contacts(&q_new, params.edges, margin);
-        timings.geometry += clock.elapsed();
-        let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let min_gap = after
+            .iter()
+            .map(|(_, gap)| *gap)
+            .fold(f64::INFINITY, f64::min);
+        let after: HashMap<ContactId, f64> = after.into_iter().collect();
         let layout = solved.layout;
         let scale = solved.velocity_scale;
         let mut reports = Vec::with_capacity(selected.len());
@@ -244,11 +249,9 @@ impl StewartTrinkle {
             let beta: Vec<f64> = beta.iter().copied().collect();
             let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
             let gap = after
-                .iter()
-                .find(|c| c.id == contact.id)
-                .map_or(contact.gap + h * contact.jacobian.normal_dot(&v_new), |c| {
-                    c.gap
-                });
+                .get(&contact.id)
+                .copied()
+                .unwrap_or_else(|| contact.gap + h * contact.jacobian.normal_dot(&v_new));
             reports.push(ContactReport {
                 id: contact.id,
                 gap,
@@ -444,8 +447,8 @@ type PointGaps = Vec<(Vector3<f64>, f64)>;
 
 impl StartGaps {
     fn new(contacts: &[Contact]) -> Self {
-        let mut by_id = HashMap::new();
-        let mut by_pair: HashMap<(usize, Other), PointGaps> = HashMap::new();
+        let mut by_id = HashMap::default();
+        let mut by_pair: HashMap<(usize, Other), PointGaps> = HashMap::default();
         for c in contacts {
             by_id.insert(c.id, c.gap);
             if let Some(frame) = &c.frame {
@@ -474,7 +477,16 @@ impl StartGaps {
 
 /// One fixed-point iterate: the solve, vˡ⁺¹, qˡ⁺¹, the contacts of the
 /// LCP and the deepest end gap.
-type Iterate = (Solved, DVector<f64>, DVector<f64>, Vec<Contact>, f64);
+/// One iterate of §3.6: the solve, vˡ⁺¹, qˡ⁺¹, the contacts solved for, the
+/// deepest gap at qˡ⁺¹ and the gaps there within the margin.
+type Iterate = (
+    Solved,
+    DVector<f64>,
+    DVector<f64>,
+    Vec<Contact>,
+    f64,
+    Vec<(ContactId, f64)>,
+);
 
 /// What one LCP solve gave.
 struct Solved {

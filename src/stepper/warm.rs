@@ -14,8 +14,8 @@
 
 use super::assembly::Layout;
 use crate::model::ContactId;
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Which unknowns of one contact were basic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

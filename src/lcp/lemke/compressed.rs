@@ -54,8 +54,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
             }
         }
         // The rows of the basic wⱼ: −A_jC S⁻¹, one column of C at a time.
-        for (c, &row) in partition.others.iter().enumerate() {
-            let a = columns.column(basis[row]);
+        for (c, a) in partition.full.iter().enumerate() {
             for (j, &unit) in partition.unit_row.iter().enumerate() {
                 if unit != NONE && a[j] != 0.0 {
                     for (k, column) in stored.iter_mut().enumerate() {

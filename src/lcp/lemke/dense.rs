@@ -24,6 +24,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
             others,
             uncovered,
             block,
+            full,
         } = Partition::of(columns, basis)?;
         let m = others.len();
         let a_inv = if m == 0 { block } else { block.try_inverse()? };
@@ -39,7 +40,6 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
         // Rows of the basic wⱼ: e_jᵀ − A_jC A_KC⁻¹ (spread over the K columns),
         // all at once as one matrix product.
         let covered: Vec<usize> = (0..n).filter(|&j| unit_row[j] != NONE).collect();
-        let full: Vec<Vec<f64>> = others.iter().map(|&r| columns.column(basis[r])).collect();
         let a_wc = DMatrix::from_fn(covered.len(), m, |r, c| full[c][covered[r]]);
         let product = a_wc * &a_inv;
         for (r, &j) in covered.iter().enumerate() {

@@ -1,0 +1,239 @@
+//! The structured Lemke solver (Lloyd's method over the contacts' Jacobian
+//! blocks, `lcp::solve_structured`) against the dense reference tableau
+//! (`lcp::solve` on the explicitly formed matrix) on random contact LCPs (29)
+//! drawn from random scenes: planar and spatial piles of spheres, boxes and
+//! capsules pushed into each other, 1–60 contacts, k = 3–16 friction
+//! directions in space (the two-direction law in the plane).
+//!
+//! Both must give the same status; every solution they call solved has a
+//! relative complementarity residual of at most 1e-10 on the dense matrix.
+//! Where the solution is unique they must agree: the frictionless problem
+//! (the c_n block of (29)) of contacts whose normal Delassus matrix ñᵀWñ is
+//! positive definite is an LCP with a P-matrix, whose solution is unique
+//! (Cottle–Pang–Stone Thm. 3.3.7). With friction (29) has many solutions
+//! whenever a pyramid edge is redundant, so there only status and residual
+//! are compared.
+
+use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions, Principal};
+use contactlab::model::{MassInverse, Model};
+use contactlab::scene;
+use contactlab::stepper::contact_lcp::ContactLcp;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The RON text of `n` random bodies in loose layers above a table, in the
+/// plane or in space.
+fn random_scene(rng: &mut StdRng, n: usize, planar: bool) -> String {
+    let mut bodies = String::new();
+    let per_layer = 5;
+    for i in 0..n {
+        let layer = (i / per_layer) as f64;
+        let x = 0.2 * (i % per_layer) as f64 - 0.4 + rng.random_range(-0.02..0.02);
+        let y = if planar {
+            0.12 + 0.2 * layer
+        } else {
+            rng.random_range(-0.1..0.1)
+        };
+        let z = if planar { 0.0 } else { 0.12 + 0.2 * layer };
+        let angle: f64 = rng.random_range(-0.6..0.6);
+        let shape = match rng.random_range(0..3) {
+            0 => format!("Sphere(radius: {:.3})", rng.random_range(0.06..0.1)),
+            1 => format!(
+                "Box(half_extents: ({:.3}, {:.3}, {:.3}))",
+                rng.random_range(0.05..0.1),
+                rng.random_range(0.04..0.08),
+                rng.random_range(0.04..0.08)
+            ),
+            _ => format!(
+                "Capsule(half_length: {:.3}, radius: {:.3})",
+                rng.random_range(0.03..0.07),
+                rng.random_range(0.03..0.05)
+            ),
+        };
+        let orientation = if planar {
+            format!("Angle({angle:.3})")
+        } else {
+            format!("AxisAngle((0.3, 1.0, 0.2), {angle:.3})")
+        };
+        let position = if planar {
+            format!("({x:.3}, {y:.3}, 0.0)")
+        } else {
+            format!("({x:.3}, {y:.3}, {z:.3})")
+        };
+        let _ = writeln!(
+            bodies,
+            "(name: \"b{i}\", shape: {shape}, mass: {:.2}, position: {position}, orientation: {orientation}),",
+            rng.random_range(0.2..2.0)
+        );
+    }
+    let (dimension, gravity, normal) = if planar {
+        ("Planar", "(0.0, -9.81, 0.0)", "(0.0, 1.0, 0.0)")
+    } else {
+        ("Spatial", "(0.0, 0.0, -9.81)", "(0.0, 0.0, 1.0)")
+    };
+    format!(
+        "Scene(name: \"random\", params: (dt: 0.005, duration: 1.0, mu: 0.5), allow_initial_overlap: true,
+         system: Rigid((dimension: {dimension}, gravity: {gravity}, bodies: [{bodies}],
+         surfaces: [(name: \"table\", normal: {normal}, extent: 3.0)])))"
+    )
+}
+
+/// A contact LCP of the random scene: bodies pushed down and together
+/// (integrated along a random velocity for a random time) so that some
+/// overlap and some are near, contacts within a margin, a random free
+/// velocity v*, and q = Jᵀv* + gap/h on the normal rows as in (29).
+struct Case {
+    model: Model,
+    q_config: DVector<f64>,
+    v_free: DVector<f64>,
+    edges: usize,
+    mu: f64,
+}
+
+fn case(rng: &mut StdRng) -> Case {
+    let planar = rng.random_bool(0.4);
+    let n = rng.random_range(2..=40);
+    let source = random_scene(rng, n, planar);
+    let scene =
+        scene::parse(&source, Path::new("random.ron")).expect("the generator writes valid scenes");
+    let model = scene.model;
+    let dof = model.dof();
+    let q0 = scene.initial.q;
+    // Every body falls and drifts towards x = 0, each in proportion to its
+    // height and distance, so that the layers close up for up to 0.3 s.
+    let mut v = DVector::from_fn(dof, |_, _| rng.random_range(-0.3..0.3));
+    let (per_body, q_size, up) = if planar { (3, 3, 1) } else { (6, 7, 2) };
+    for body in 0..dof / per_body {
+        v[body * per_body] = -q0[body * q_size] * rng.random_range(1.0..3.0);
+        v[body * per_body + up] = -q0[body * q_size + up] * rng.random_range(1.5..3.0);
+    }
+    let q = model.integrate(&q0, &v, rng.random_range(0.05..0.3));
+    let v_free = DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0));
+    Case {
+        model,
+        q_config: q,
+        v_free,
+        edges: if planar { 2 } else { rng.random_range(3..=16) },
+        mu: rng.random_range(0.0..1.0),
+    }
+}
+
+fn residual(m: &DMatrix<f64>, q: &DVector<f64>, z: &DVector<f64>) -> f64 {
+    Lcp {
+        m: m.clone(),
+        q: q.clone(),
+    }
+    .validate(z)
+    .relative()
+}
+
+#[test]
+fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
+    let mut rng = StdRng::seed_from_u64(20261125);
+    let h = 0.005;
+    let options = LemkeOptions::default();
+    let (mut cases, mut solved, mut unique) = (0, 0, 0);
+    let mut sizes = Vec::new();
+    while cases < 60 {
+        let case = case(&mut rng);
+        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
+        // A random number of them, 1–60 (any subset of contacts poses a
+        // contact LCP of its own).
+        contacts.truncate(rng.random_range(1..=60));
+        if contacts.is_empty() {
+            continue;
+        }
+        cases += 1;
+        let MassInverse::Diagonal(w) = case.model.mass_inverse_form() else {
+            panic!("rigid bodies have a diagonal mass inverse");
+        };
+        let jacobians = contacts.iter().map(|c| &c.jacobian).collect();
+        let mu = vec![case.mu; contacts.len()];
+        let operator = ContactLcp::new(jacobians, w.as_slice(), &mu);
+        let layout = operator.layout;
+        let mut q = operator.transpose_times(&case.v_free);
+        for (j, c) in contacts.iter().enumerate() {
+            q[layout.normal(j)] += c.gap / h;
+        }
+        let dense = operator.to_dense();
+        sizes.push((contacts.len(), dense.nrows()));
+        let reference = lcp::solve(
+            &Lcp {
+                m: dense.clone(),
+                q: q.clone(),
+            },
+            &options,
+        )
+        .expect("valid options");
+        let structured = lcp::solve_structured(&operator, &q, &options).expect("valid options");
+        assert_eq!(
+            reference.status,
+            structured.status,
+            "case {cases}: {} contacts, LCP size {}",
+            contacts.len(),
+            dense.nrows()
+        );
+        if reference.status == LcpStatus::Solved {
+            solved += 1;
+            for (name, z) in [("dense", &reference.z), ("structured", &structured.z)] {
+                let r = residual(&dense, &q, z);
+                assert!(r <= 1e-10, "case {cases}: {name} residual {r:e}");
+            }
+        }
+
+        // The frictionless problem: unique where ñᵀWñ is positive definite.
+        let normals: Vec<usize> = (0..layout.contacts).map(|j| layout.normal(j)).collect();
+        let principal = Principal::new(&operator, normals.clone());
+        let p = normals.len();
+        let block = DMatrix::from_fn(p, p, |i, j| dense[(normals[i], normals[j])]);
+        let q_n = DVector::from_fn(p, |i, _| q[normals[i]]);
+        let smallest = block.clone().symmetric_eigenvalues().min();
+        if smallest <= 1e-8 * block.diagonal().max() {
+            continue;
+        }
+        unique += 1;
+        let reference = lcp::solve(
+            &Lcp {
+                m: block.clone(),
+                q: q_n.clone(),
+            },
+            &options,
+        )
+        .expect("valid options");
+        let structured = lcp::solve_structured(&principal, &q_n, &options).expect("valid options");
+        assert_eq!(
+            reference.status,
+            LcpStatus::Solved,
+            "a P-matrix LCP is solvable"
+        );
+        assert_eq!(structured.status, LcpStatus::Solved);
+        let scale = reference.z.amax().max(1e-12);
+        let difference = (&reference.z - &structured.z).amax();
+        assert!(
+            difference <= 1e-9 * scale,
+            "case {cases}: unique frictionless solutions differ by {difference:e} (scale {scale:e})"
+        );
+        assert!(residual(&block, &q_n, &structured.z) <= 1e-10);
+    }
+    // The draw covers what the property is about.
+    let most = sizes.iter().map(|s| s.0).max().unwrap_or(0);
+    let few = sizes.iter().filter(|s| s.0 <= 4).count();
+    eprintln!(
+        "{cases} cases, {solved} solved, {unique} unique; contacts up to {most}; sizes {sizes:?}"
+    );
+    assert!(
+        solved >= 45,
+        "most random contact LCPs are solved ({solved} of {cases})"
+    );
+    assert!(
+        unique >= 10,
+        "enough unique frictionless problems ({unique})"
+    );
+    assert!(
+        most >= 55 && few >= 3,
+        "the draw spans small and large problems"
+    );
+}
