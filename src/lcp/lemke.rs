@@ -210,6 +210,9 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
 
     let mut pivots_spent = 0;
     for basis in warm_starts.into_iter().flatten() {
+        if let Some(solution) = feasible_warm(m, q, basis, options) {
+            return Ok((solution, false));
+        }
         if let Some(mut tableau) = Tableau::<M, F>::warm(m, q, basis, options) {
             let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
             pivots_spent += tableau.pivots;
@@ -252,6 +255,55 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
         }
     }
     Ok((solution, cycled))
+}
+
+/// The solution at a warm basis that is already feasible, without a
+/// tableau: one solve of B x = q through the [`Partition`] (an LU of the m × m
+/// block A_KC and m columns of M), where building the tableau's factor would
+/// also form the n × m rest of B⁻¹ for pivots that are not needed. This is
+/// the common case of a resting scene, whose active set does not change from
+/// one step to the next. `None` when B is singular, x is not feasible by a
+/// margin of the pivot tolerance, or the residual check fails: the caller
+/// then runs the tableau from the same basis, which decides as before.
+fn feasible_warm<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    z_basic: &[usize],
+    options: &LemkeOptions,
+) -> Option<LcpSolution> {
+    let n = m.size();
+    let mut basis: Vec<Var> = (0..n).collect();
+    for &i in z_basic {
+        basis[i] = n + i;
+    }
+    // z₀'s column (the covering vector) is not among the basis columns.
+    let columns = Columns {
+        m,
+        covering: Vec::new(),
+        n,
+    };
+    let x = Partition::of(&columns, &basis)?.solve(&columns, q.as_slice())?;
+    let floor = options.tolerance * q.amax().max(1.0);
+    if x.iter().any(|v| !(v.is_finite() && *v >= -floor)) {
+        return None;
+    }
+    let mut z = DVector::zeros(n);
+    for (row, &var) in basis.iter().enumerate() {
+        if var >= n {
+            z[var - n] = x[row].max(0.0);
+        }
+    }
+    let (w, check) = super::validate_with(m, q, &z);
+    let residual = check.relative();
+    (residual <= options.max_residual).then(|| LcpSolution {
+        z,
+        w,
+        status: LcpStatus::Solved,
+        pivots: 0,
+        residual,
+        basis: (0..n).filter(|&i| basis[i] >= n).collect(),
+        warm_started: true,
+    })
 }
 
 /// The complementary bases tried after a ray: {0}, {1}, …, then {0,1}, {0,2}, ….
@@ -379,13 +431,16 @@ impl Partition {
     fn solve<M: LcpMatrix + ?Sized>(
         &self,
         columns: &Columns<'_, M>,
-        basis: &[Var],
         b: &[f64],
     ) -> Option<Vec<f64>> {
         let m = self.others.len();
         let b_k = DVector::from_fn(m, |k, _| b[self.uncovered[k]]);
         let x_c = if m == 0 {
             b_k
+        } else if m < 48 {
+            // Below that nalgebra's unblocked LU is faster (faer's set-up
+            // dominates at the sizes of a few contacts).
+            self.block.clone().lu().solve(&b_k)?
         } else {
             let lu = faer::Mat::from_fn(m, m, |i, j| self.block[(i, j)]).partial_piv_lu();
             let rhs = faer::Mat::from_fn(m, 1, |i, _| b_k[i]);
@@ -393,14 +448,15 @@ impl Partition {
             DVector::from_fn(m, |i, _| x[(i, 0)])
         };
         let mut x = vec![0.0; columns.n];
-        let vars: Vec<(Var, f64)> = self
-            .others
-            .iter()
-            .zip(x_c.iter())
-            .map(|(&row, &value)| (basis[row], value))
-            .collect();
+        // A_C x_C from the columns already at hand.
         let mut product = vec![0.0; columns.n];
-        columns.add_columns(&vars, &mut product);
+        for (column, &value) in self.full.iter().zip(x_c.iter()) {
+            if value != 0.0 {
+                for (p, a) in product.iter_mut().zip(column) {
+                    *p += value * a;
+                }
+            }
+        }
         for (c, &row) in self.others.iter().enumerate() {
             x[row] = x_c[c];
         }
@@ -755,7 +811,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             // on a nearly singular basis the tableau's own q̄ can be better. Keep
             // whichever satisfies the LCP better.
             let refined = Partition::of(&self.columns, &self.basis)
-                .and_then(|p| p.solve(&self.columns, &self.basis, self.q.as_slice()))
+                .and_then(|p| p.solve(&self.columns, self.q.as_slice()))
                 .filter(|x| x.iter().all(|v| v.is_finite()))
                 .map(|x| self.z_from(&x));
             let mut best: Option<(DVector<f64>, DVector<f64>, f64)> = None;

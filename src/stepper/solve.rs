@@ -341,10 +341,11 @@ impl ContactSolver {
         problem: &ContactProblem<'_>,
         lcp: &ContactLcp<'_>,
         members: &[usize],
+        starts: &[usize],
+        free_part: &DVector<f64>,
         normal_terms: &[f64],
     ) -> DVector<f64> {
-        let mut q = lcp.transpose_times(problem.free);
-        let starts = friction_starts(problem.contacts);
+        let mut q = free_part.clone();
         let mut row = 0;
         for (local, &j) in members.iter().enumerate() {
             q[lcp.layout.normal(local)] += normal_terms[j];
@@ -395,10 +396,19 @@ impl ContactSolver {
             let mu: Vec<f64> = members.iter().map(|&j| problem.mu[j]).collect();
             let mut lcp = ContactLcp::new(jacobians, w, &mu);
             let local = lcp.layout;
-            let q = Self::rhs(problem, &lcp, &members, problem.normal_terms);
+            let global_of = global_indices(&members, contacts, &starts, layout);
+            let free_part = lcp.transpose_times(problem.free);
+            let q = Self::rhs(
+                problem,
+                &lcp,
+                &members,
+                &starts,
+                &free_part,
+                problem.normal_terms,
+            );
             let relaxed = problem
                 .relaxed_normal_terms
-                .map(|terms| Self::rhs(problem, &lcp, &members, terms));
+                .map(|terms| Self::rhs(problem, &lcp, &members, &starts, &free_part, terms));
             let ids: Vec<ContactId> = members.iter().map(|&j| contacts[j].id).collect();
             let friction: Vec<usize> = members
                 .iter()
@@ -505,7 +515,7 @@ impl ContactSolver {
             }
             if let Some(dump) = solution.lcp.as_mut() {
                 let dense = lcp.to_dense();
-                let global = |i: usize| global_index(i, &members, &starts, local, layout);
+                let global = |i: usize| global_of[i];
                 // The LCP solved, without the equilibration.
                 for i in 0..local.size() {
                     dump.q[global(i)] = rhs[i];
@@ -518,8 +528,7 @@ impl ContactSolver {
                 solution.status = island.status;
                 break;
             }
-            for i in 0..local.size() {
-                let g = global_index(i, &members, &starts, local, layout);
+            for (i, &g) in global_of.iter().enumerate() {
                 solution.z[g] = island.z[i];
                 solution.w[g] = island.w[i];
             }
@@ -628,30 +637,22 @@ pub(super) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
     starts
 }
 
-/// The index in the whole problem's layout of index `i` of an island's LCP.
-fn global_index(
-    i: usize,
+/// For each index of an island's LCP, its index in the whole problem's layout.
+fn global_indices(
     members: &[usize],
+    contacts: &[&Contact],
     starts: &[usize],
-    local: Layout,
     global: Layout,
-) -> usize {
-    if i < local.friction {
-        // The island's friction rows are its contacts' in order.
-        let mut row = i;
-        for &j in members {
-            let k = starts.get(j + 1).copied().unwrap_or(global.friction) - starts[j];
-            if row < k {
-                return starts[j] + row;
-            }
-            row -= k;
-        }
-        unreachable!("a friction row belongs to one of the island's contacts")
-    } else if i < local.friction + local.contacts {
-        global.normal(members[i - local.friction])
-    } else {
-        global.lambda(members[i - local.friction - local.contacts])
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    // The island's friction rows are its contacts' in order, then its
+    // normals, then its λ's.
+    for &j in members {
+        out.extend(starts[j]..starts[j] + contacts[j].jacobian.friction_count());
     }
+    out.extend(members.iter().map(|&j| global.normal(j)));
+    out.extend(members.iter().map(|&j| global.lambda(j)));
+    out
 }
 
 /// The contacts grouped into islands: the connected components of the graph
