@@ -11,6 +11,16 @@ use std::path::Path;
 /// Runs `sim` for `seconds` and returns (deepest end-of-step gap, largest
 /// relative energy rise in one step, unsolved steps).
 fn guarantees(sim: &mut Simulation, seconds: f64) -> (f64, f64, usize) {
+    let (deepest, rise, unsolved, _) = guarantees_and_pivots(sim, seconds);
+    (deepest, rise, unsolved)
+}
+
+/// [`guarantees`] and the pivots of every step with its end time.
+fn guarantees_and_pivots(
+    sim: &mut Simulation,
+    seconds: f64,
+) -> (f64, f64, usize, Vec<(f64, usize)>) {
+    let mut pivots = Vec::new();
     let (k, p) = sim.energy();
     let mut previous = k + p;
     let scale = previous.abs().max(1.0);
@@ -22,35 +32,66 @@ fn guarantees(sim: &mut Simulation, seconds: f64) -> (f64, f64, usize) {
             unsolved += 1;
         }
         deepest = deepest.min(report.min_gap);
+        pivots.push((report.t, report.pivots));
         let now = report.kinetic_energy + report.potential_energy;
         rise = rise.max((now - previous) / scale);
         previous = now;
     }
-    (deepest, rise, unsolved)
+    (deepest, rise, unsolved, pivots)
 }
 
 #[test]
 fn pile_keeps_its_gaps_and_energy_for_five_seconds() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile.ron");
     let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
-    let (deepest, rise, unsolved) = guarantees(&mut sim, 5.0);
+    let (deepest, rise, unsolved, pivots) = guarantees_and_pivots(&mut sim, 5.0);
     assert_eq!(unsolved, 0, "every LCP of the pile is solved");
     assert!(deepest >= -1e-6, "deepest gap {deepest} m");
     assert!(rise <= 1e-9, "energy rose by {rise} (relative) in one step");
+
+    // Warm starts on the settled pile (t ≥ 2 s; it lands and settles in the
+    // first 2 s). The previous basis, mapped by contact identity, is the
+    // solution whenever the active set has not changed, which takes no
+    // pivot; pivots come only where the basis changes: a contact opening or
+    // closing, or the friction of a rolling sphere moving to another edge of
+    // its pyramid (one pivot in, one out, plus z₀'s entry and exit).
+    // Measured: 1.6 pivots a step on average, 80 % of the steps none.
+    let settled: Vec<usize> = pivots
+        .iter()
+        .filter(|(t, _)| *t >= 2.0)
+        .map(|&(_, p)| p)
+        .collect();
+    let mean = settled.iter().sum::<usize>() as f64 / settled.len() as f64;
+    let none = settled.iter().filter(|&&p| p == 0).count() as f64 / settled.len() as f64;
+    assert!(mean <= 3.0, "{mean} pivots a step on the settled pile");
+    assert!(
+        none >= 0.7,
+        "only {:.0} % of the settled steps took no pivot",
+        100.0 * none
+    );
 }
 
 /// Twelve boxes stacked with aligned edges (μ = 0.5): each interface is four
 /// contacts at the corners of both boxes, more normals than a box has
-/// freedoms. The guarantees hold over 5 s (measured: deepest −2.1e-9 m,
-/// largest rise 8.2e-10, 41 pivots a step).
+/// freedoms. It stands for 10 s (issue 12: the top box drifts less than
+/// 1e-4 m) with the guarantees (measured: the top box does not move at all,
+/// speeds stay at 1e-14, and after the first steps every step keeps the
+/// previous basis, 0 pivots). It used to creep at 2.4e-6 m/s and fall at
+/// t ≈ 7.1 s: the block A_KC of Lemke's basis was summed entry by entry
+/// while the columns and the residual check went through the products, and
+/// on the tower's nearly singular bases the two roundings disagreed enough
+/// to reject the warm basis every step (41 pivots a step, then the
+/// compliance ladder, whose deflection was the creep).
 #[test]
-fn tower_keeps_its_gaps_and_energy_for_five_seconds() {
+fn tower_stands_for_ten_seconds_with_its_gaps_and_energy() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tower.ron");
     let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
     let top = sim.state.q.len() - 7;
     let start = (sim.state.q[top], sim.state.q[top + 1]);
-    let (deepest, rise, unsolved) = guarantees(&mut sim, 5.0);
+    let (deepest, rise, unsolved, pivots) = guarantees_and_pivots(&mut sim, 10.0);
     assert_eq!(unsolved, 0, "every LCP of the tower is solved");
+    let late = pivots.iter().filter(|(t, _)| *t >= 1.0).map(|&(_, p)| p);
+    assert_eq!(late.max(), Some(0), "the standing tower keeps its basis");
     assert!(deepest >= -1e-6, "deepest gap {deepest} m");
     assert!(rise <= 1e-9, "energy rose by {rise} (relative) in one step");
     let drift = (sim.state.q[top] - start.0).hypot(sim.state.q[top + 1] - start.1);
