@@ -331,6 +331,15 @@ impl<M: LcpMatrix + ?Sized> Columns<'_, M> {
     /// out += Σ value·(column of var) over `vars`.
     fn add_columns(&self, vars: &[(Var, f64)], out: &mut [f64]) {
         let n = self.n;
+        if let [(var, value)] = *vars
+            && (n..2 * n).contains(&var)
+        {
+            // One column of −M (every entering z), without the list.
+            if value != 0.0 {
+                self.m.add_column(var - n, -value, out);
+            }
+            return;
+        }
         let mut z = Vec::with_capacity(vars.len());
         for &(var, value) in vars {
             if value == 0.0 {

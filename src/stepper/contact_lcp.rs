@@ -395,7 +395,9 @@ impl LcpMatrix for ContactLcp<'_> {
     }
 
     fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
-        self.add_product(&[(j, alpha)], out);
+        let scale = self.scale.as_deref();
+        let alpha = alpha * scale.map_or(1.0, |s| s[j]);
+        self.add_product_scaled(&[(j, alpha)], scale, out);
     }
 
     fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
