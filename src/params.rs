@@ -227,44 +227,46 @@ impl ParamError {
 }
 
 /// Flags that override a scene's parameters (shared by `run`, `record` and
-/// the viewer).
+/// the viewer). The numeric ones take a leading hyphen as part of their value
+/// (`--dt -1e-3`), so a negative value meets the range check of
+/// [`Params::validate`] instead of clap's hint about `-- -1`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Overrides {
     /// Step size h, s.
-    #[arg(long = "dt")]
+    #[arg(long = "dt", allow_hyphen_values = true)]
     pub dt: Option<f64>,
     /// Simulated time, s.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub duration: Option<f64>,
     /// Friction coefficient μ of every contact.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub mu: Option<f64>,
     /// Friction-pyramid edges k (space only, ≥ 3).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub edges: Option<usize>,
     /// Restitution e (steppers with an impact law only).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub restitution: Option<f64>,
     /// Damping coefficient of the scene's dampers.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub damping: Option<f64>,
     /// Stiffness of the scene's springs.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub stiffness: Option<f64>,
     /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
     #[arg(long)]
     pub stepper: Option<String>,
     /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub ncp_iterations: Option<usize>,
     /// Contact solver (lemke, nsgs).
     #[arg(long)]
     pub solver: Option<String>,
     /// NSGS: relative residual at which the sweeps stop.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub tolerance: Option<f64>,
     /// NSGS: sweep limit of one solve.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub max_iterations: Option<usize>,
 }
 

@@ -393,3 +393,34 @@ const OVERFLOWING_DAT: &str = "\
 2.0 -3.0 -3.0 3.0 2.0 -2.0 3.0 -3.0 -2.0 -2.0
 -0.9068655280075433 1.5041372051783632 8.52287094712161 9.422369868139132 9.162091855602554 -1e300 9.016146926859555 -1.441263084859198 -6.876231496020129 -1.655719104933695
 ";
+
+/// A negative number after a flag is that flag's value (issue 15, item 8):
+/// the parameter's own range check answers, in one line naming the flag,
+/// instead of clap's hint to write `-- -1`.
+#[test]
+fn a_negative_value_meets_the_parameters_range_check() {
+    let dir = temp_dir("negative");
+    let csv = dir.join("x.csv");
+    let csv = csv.to_str().expect("utf-8");
+    for (flag, value, expected) in [
+        (
+            "--dt",
+            "-1e-3",
+            "--dt: the step size h must be positive, found -0.001",
+        ),
+        (
+            "--dt",
+            "-1",
+            "--dt: the step size h must be positive, found -1",
+        ),
+        ("--mu", "-0.5", "--mu: friction μ must be ≥ 0, found -0.5"),
+    ] {
+        let out = contactlab(&["run", "scenes/rod.ron", flag, value, "--csv", csv]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} {value}");
+        assert!(stderr.contains(expected), "{flag} {value}: {stderr}");
+        assert!(!stderr.contains("-- -1"), "{flag} {value}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    assert!(!dir.join("x.csv").exists(), "nothing written");
+}

@@ -517,7 +517,15 @@ fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution
 /// Steps `sim` for `duration` and checks that no impact — a step in which
 /// exactly one contact carries an impulse, had none the step before, and was
 /// approaching, γ_N^A = w_Nᵀu^A < 0 — ends with more energy than it started
-/// with. Returns the number of impacts.
+/// with, beyond what gravity's impulse within the step allows. Returns the
+/// number of impacts.
+///
+/// Why that allowance: with gravity g the only force, (17) and step 5 give
+/// exactly ΔE = ½Λ·(γ^A + γ^E) (Λ, γ normal and tangential), and with
+/// γ^E = γ^A + GΛ + hWᵀM⁻¹F (G = WᵀM⁻¹W) and ε_N = ε_T = ε,
+/// ΔE = ½Λ·ξ + ½(1−ε)/(1+ε)(Λ·ξ − ΛᵀGΛ + hgΛ_N) ≤ (h/2)gΛ_N on a table with
+/// upward normal (Λ·ξ = Λ_T ξ_T ≤ 0 by (12)): the impact law dissipates, the
+/// weight carried by the impulse over the step may not.
 fn assert_impacts_dissipate(sim: &mut Simulation, duration: f64) -> usize {
     let (k, p) = sim.energy();
     let mut previous = k + p;
@@ -543,8 +551,9 @@ fn assert_impacts_dissipate(sim: &mut Simulation, duration: f64) -> usize {
                 .map_or(0.0, |c| c.jacobian.normal_dot(&start.v));
             if approach < 0.0 {
                 impacts += 1;
+                let weight = 0.5 * sim.params.dt * 9.81 * contact.normal_impulse;
                 assert!(
-                    now <= previous + 1e-12 * scale,
+                    now <= previous + weight + 1e-12 * scale,
                     "t = {}: energy {previous} → {now} (γ_N^A = {approach})",
                     report.t
                 );
@@ -651,5 +660,74 @@ fn restitution_comes_from_the_contact_its_materials_or_the_scene() {
             (bounce - 2.0 * expected).abs() < 1e-12,
             "{ball} {table}: bounces at {bounce}"
         );
+    }
+}
+
+/// Steps `sim` for its scene's duration and returns the largest distance of
+/// coordinate `heights[i]` of q from its start, and the deepest gap.
+fn drift_of(sim: &mut Simulation, heights: &[usize]) -> (f64, f64) {
+    let start = sim.state.q.clone();
+    let (mut drift, mut deepest) = (0.0_f64, f64::INFINITY);
+    let duration = sim.params.duration;
+    run(sim, duration, |sim, report| {
+        for &i in heights {
+            drift = drift.max((sim.state.q[i] - start[i]).abs());
+        }
+        deepest = deepest.min(report.min_gap);
+    });
+    (drift, deepest)
+}
+
+/// The predictive activation at h = 0.05 (issue 15): boxes lying flat on a
+/// table, resting or pushed along it by 20 cos t N, keep their height within
+/// 1e-6 m for the whole run, at 1 kg and at 1e8 kg. With the index set of
+/// step 3b alone a corner whose gap at q^M is +1e-17 (round-off) was left
+/// out and the sliding box tilted through the table: 4.3 cm deep, the 1e8 kg
+/// box of `two_blocks_damper_heavy.ron` as well.
+#[test]
+fn boxes_flat_on_a_table_at_h_0_05_stay_within_1e_6_m() {
+    for name in ["two_blocks_damper.ron", "two_blocks_damper_heavy.ron"] {
+        let mut sim = Simulation::new(load(name));
+        sim.params.stepper = StepperKind::MoreauJean;
+        assert_eq!(sim.params.dt, 0.05);
+        // Planar q = (x, y, θ) per body: both heights and both angles.
+        let (drift, deepest) = drift_of(&mut sim, &[1, 2, 4, 5]);
+        assert!(drift <= 1e-6, "{name}: height or angle moved {drift:.3e}");
+        assert!(deepest >= -1e-6, "{name}: deepest gap {deepest:.3e} m");
+    }
+    for (dimension, gravity, normal, half, position, height) in [
+        (
+            "Planar",
+            "(0.0, -9.81, 0.0)",
+            "(0.0, 1.0, 0.0)",
+            "(0.5, 0.1, 0.1)",
+            "(0.0, 0.1, 0.0)",
+            1,
+        ),
+        (
+            "Spatial",
+            "(0.0, 0.0, -9.81)",
+            "(0.0, 0.0, 1.0)",
+            "(0.5, 0.3, 0.1)",
+            "(0.0, 0.0, 0.1)",
+            2,
+        ),
+    ] {
+        let text = format!(
+            r#"Scene(name: "rest", params: (dt: 0.05, duration: 2.0, mu: 0.4, stepper: r#moreau-jean),
+            system: Rigid((dimension: {dimension}, gravity: {gravity},
+                bodies: [(name: "light", shape: Box(half_extents: {half}), mass: 1.0,
+                          position: {position}),
+                         (name: "heavy", shape: Box(half_extents: {half}), mass: 1.0e8,
+                          position: {position})],
+                surfaces: [(name: "table", normal: {normal})])))"#
+        )
+        .replacen("position: (0.0", "position: (3.0", 1);
+        let scene = scene::parse(&text, Path::new("rest.ron")).unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = Simulation::new(scene);
+        let per_body = sim.state.q.len() / 2;
+        let (drift, deepest) = drift_of(&mut sim, &[height, per_body + height]);
+        assert!(drift <= 1e-6, "{dimension}: a box moved {drift:.3e} m");
+        assert!(deepest >= -1e-6, "{dimension}: deepest gap {deepest:.3e} m");
     }
 }

@@ -20,9 +20,11 @@
 //! With h = 0 the same problem is the pure impact map (§6, last paragraph):
 //! [`impact`] gives post-impact velocities.
 //!
-//! The scheme uses a gap only through its sign at q^M, so bodies overlap by up
-//! to about h·|γ_N| during an impact and are not pushed back: while a contact
-//! overlaps it stays in 𝓗 and is held on velocity level only.
+//! The index set 𝓗 of step 3b grows predictively: a contact that u^E would
+//! close by t^E joins it and (17) is solved again ([`ACTIVATION_GAMMA`]). So
+//! bodies overlap by up to about (h/2)·|γ_N| during an impact and are not
+//! pushed back: while a contact overlaps it stays in 𝓗 and is held on
+//! velocity level only.
 
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
 use super::report;
@@ -37,6 +39,17 @@ use nalgebra::{DVector, Vector3};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 use thiserror::Error;
+
+/// γ of the predictive activation (see [`MoreauJean::solve`]): a contact
+/// joins the index set when g(q^M) + γh·γ_N(u^E) < −tol. With γ = ½ the
+/// prediction is the end of the step, q^E = q^M + (h/2)u^E (step 5), so every
+/// contact left out ends the step open; the next step's midpoint may still
+/// reach (h/2)|γ_N| into a contact that is approaching, which is then held
+/// there on velocity level. γ = 1 (up to the next midpoint) removes that
+/// overlap (a box corner in the pile at 0.15 m/s: 0.3 mm) but holds contacts
+/// up to h|γ_N| early, and at h = 1e-4 the woodpecker's descent per period
+/// then varies by 2.2 % instead of 2 %.
+pub const ACTIVATION_GAMMA: f64 = 0.5;
 
 /// The stepper and what it remembers between steps: the last LCP basis, a warm
 /// start when the same contacts form the index set again.
@@ -210,6 +223,16 @@ impl MoreauJean {
 
     /// Steps 3–4: the index set at `q_mid` and u^E from (17) with Δt = `h`
     /// (h = 0: the impact map).
+    ///
+    /// The index set starts as step 3b's 𝓗 = {i | g_Ni(q^M) ≤ 0} and grows
+    /// predictively: a contact outside it that the step's own u^E would close
+    /// by the end of the step, g_Ni(q^M) + [`ACTIVATION_GAMMA`]·h·γ_Ni(u^E)
+    /// < −tol (step 5 to first order, γ = ½; Siconos's
+    /// MoreauJeanOSI activates on the same prediction y + γhẏ ≤ 0), joins it
+    /// and (17) is solved again, at most `active_set_rounds` times. Without
+    /// this a contact whose gap is 1e-17 at q^M is left out, and a sliding box
+    /// whose friction tilts it drives that corner through the table unopposed
+    /// (4 cm in one step at h = 0.05).
     #[allow(clippy::too_many_arguments)]
     fn solve(
         &mut self,
@@ -228,14 +251,59 @@ impl MoreauJean {
         } else {
             u_start.clone()
         };
-        // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
         let clock = Instant::now();
-        let contacts: Vec<Contact> = model
-            .contacts(q_mid, params.edges, 0.0)
-            .into_iter()
-            .filter(|c| c.gap <= 0.0)
-            .collect();
+        let margin = if h > 0.0 {
+            self.settings.contact_margin(model, &free, h)
+        } else {
+            0.0
+        };
+        let candidates = model.contacts(q_mid, params.edges, margin);
         timings.geometry += clock.elapsed();
+        // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
+        let mut active: Vec<bool> = candidates.iter().map(|c| c.gap <= 0.0).collect();
+        let tolerance = self.settings.gap_tolerance * model.length_scale();
+        let (mut pivots, mut solves, mut rounds) = (0, 0, 0);
+        loop {
+            let contacts: Vec<Contact> = candidates
+                .iter()
+                .zip(&active)
+                .filter(|(_, on)| **on)
+                .map(|(c, _)| c.clone())
+                .collect();
+            let mut solved = self.solve_index_set(model, params, contacts, &free, u_start, timings);
+            pivots += solved.pivots;
+            solves += solved.solves;
+            solved.pivots = pivots;
+            solved.solves = solves;
+            if h == 0.0 || solved.status != LcpStatus::Solved {
+                return solved;
+            }
+            let mut grew = false;
+            for (c, on) in candidates.iter().zip(active.iter_mut()) {
+                let predicted =
+                    c.gap + ACTIVATION_GAMMA * h * c.jacobian.normal_dot(&solved.velocity);
+                if !*on && predicted < -tolerance {
+                    *on = true;
+                    grew = true;
+                }
+            }
+            rounds += 1;
+            if !grew || rounds >= self.settings.active_set_rounds.max(1) {
+                return solved;
+            }
+        }
+    }
+
+    /// Step 4 on a given index set: u^E from (17).
+    fn solve_index_set(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        contacts: Vec<Contact>,
+        free: &DVector<f64>,
+        u_start: &DVector<f64>,
+        timings: &mut StepTimings,
+    ) -> Solved {
         if contacts.is_empty() {
             self.warm.clear();
             return Solved {
@@ -243,7 +311,7 @@ impl MoreauJean {
                 residual: 0.0,
                 pivots: 0,
                 solves: 0,
-                velocity: free,
+                velocity: free.clone(),
                 contacts,
                 impulses: Vec::new(),
                 lcp_size: 0,
@@ -280,7 +348,7 @@ impl MoreauJean {
                     }
                 })
                 .collect();
-            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), &free, u_start);
+            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), free, u_start);
             timings.lcp_build += clock.elapsed();
             let warm_start = self.warm.exact(33, &ids, problem.lcp.size());
             let solution = timed_lemke(&problem.lcp, warm_start, timings);
@@ -291,8 +359,8 @@ impl MoreauJean {
             pivots += solution.pivots;
             if solution.status == LcpStatus::Solved {
                 let impulses = problem.impulses(&solution.z, &solution.w);
-                let velocity = &free + problem.velocity_change(&impulses);
-                let scale = velocity_scale(&free);
+                let velocity = free + problem.velocity_change(&impulses);
+                let scale = velocity_scale(free);
                 let impulse_tol = self.settings.zero * solution.z.amax();
                 let impulses = contacts
                     .iter()
@@ -331,7 +399,7 @@ impl MoreauJean {
             params,
             &contacts,
             &restitution,
-            &free,
+            free,
             u_start,
             timings,
         );

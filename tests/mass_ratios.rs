@@ -1,0 +1,188 @@
+//! Mass ratios (issue 15): boxes from 1e-3 kg to 1e8 kg, side by side and
+//! stacked, under every stepper. The LCPs are equilibrated (diagonal scaling)
+//! so that Lemke's relative tolerances see a 1e8 kg body's rows next to a
+//! 1e-3 kg body's; then no step ends with a gap below −1e-6 m (Stewart–Trinkle
+//! §3.3's position-level scheme, and the velocity-level ones from a resting
+//! start), and the total energy never rises in a step: resting boxes under
+//! gravity alone have no source of energy (Stewart–Trinkle §3.3; Anitescu–
+//! Potra Theorem 2.4; (17) of Glocker–Studer with ε = 0).
+
+use contactlab::lcp::LcpStatus;
+use contactlab::params::StepperKind;
+use contactlab::scene;
+use contactlab::sim::Simulation;
+use std::path::Path;
+
+/// Masses of the boxes, kg: every decade from 1e-3 to 1e8.
+fn masses() -> Vec<f64> {
+    (-3..=8).map(|e| 10f64.powi(e)).collect()
+}
+
+/// A planar or spatial scene with the given boxes, each `(mass, x, y)` with y
+/// the height of its centre; half extents 0.2 × 0.05 (× 0.2).
+fn scene_of(dimension: &str, boxes: &[(f64, f64, f64)]) -> scene::Scene {
+    let spatial = dimension == "Spatial";
+    let bodies: Vec<String> = boxes
+        .iter()
+        .enumerate()
+        .map(|(i, &(mass, x, y))| {
+            let position = if spatial {
+                format!("({x}, 0.0, {y})")
+            } else {
+                format!("({x}, {y}, 0.0)")
+            };
+            let half = if spatial {
+                "(0.2, 0.2, 0.05)"
+            } else {
+                "(0.2, 0.05, 0.1)"
+            };
+            format!(
+                "(name: \"b{i}\", shape: Box(half_extents: {half}), mass: {mass:e}, position: {position})"
+            )
+        })
+        .collect();
+    let (gravity, normal) = if spatial {
+        ("(0.0, 0.0, -9.81)", "(0.0, 0.0, 1.0)")
+    } else {
+        ("(0.0, -9.81, 0.0)", "(0.0, 1.0, 0.0)")
+    };
+    let text = format!(
+        r#"Scene(name: "masses", params: (dt: 0.01, duration: 0.5, mu: 0.5, edges: 4),
+        system: Rigid((dimension: {dimension}, gravity: {gravity},
+            bodies: [{}],
+            surfaces: [(name: "table", normal: {normal})])))"#,
+        bodies.join(",\n")
+    );
+    scene::parse(&text, Path::new("masses.ron")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs every stepper on `scene` for its duration and checks the gap bound
+/// and that no step adds energy (beyond round-off of the total).
+fn check(what: &str, scene: &scene::Scene) {
+    for stepper in StepperKind::ALL {
+        let mut sim = Simulation::new(scene.clone());
+        sim.params.stepper = stepper;
+        let (k, p) = sim.energy();
+        let mut previous = k + p;
+        let scale = previous.abs().max(1.0);
+        let steps = (sim.params.duration / sim.params.dt).round() as usize;
+        for step in 1..=steps {
+            let report = sim
+                .step()
+                .unwrap_or_else(|e| panic!("{what} {stepper}: {e}"))
+                .clone();
+            assert_eq!(
+                report.status,
+                LcpStatus::Solved,
+                "{what} {stepper}: step {step}: {}",
+                sim.failure_message().unwrap_or_default()
+            );
+            assert!(
+                report.min_gap >= -1e-6,
+                "{what} {stepper}: step {step}: gap {:.3e} m (masses far apart: the LCP's \
+                 scaling)",
+                report.min_gap
+            );
+            let now = report.kinetic_energy + report.potential_energy;
+            assert!(
+                now <= previous + 1e-12 * scale,
+                "{what} {stepper}: step {step}: energy rose {:.3e} J of {scale:.3e}",
+                now - previous
+            );
+            previous = now;
+        }
+    }
+}
+
+#[test]
+fn boxes_from_a_gram_to_1e8_kg_side_by_side_rest() {
+    for dimension in ["Planar", "Spatial"] {
+        let boxes: Vec<(f64, f64, f64)> = masses()
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| (m, 0.5 * i as f64, 0.05))
+            .collect();
+        check(
+            &format!("{dimension} side by side"),
+            &scene_of(dimension, &boxes),
+        );
+    }
+}
+
+/// Stacks over the whole range with the heavier box below, and a box 1e3
+/// times heavier than the one it rests on.
+#[test]
+fn boxes_from_a_gram_to_1e8_kg_stacked_rest() {
+    let stacks: [&[f64]; 4] = [
+        &[1e8, 1e-3],
+        &[1e8, 1e4, 1e-3],
+        &[1e8, 1e-3, 1.0],
+        &[1e-3, 1.0],
+    ];
+    check_stacks(&stacks);
+}
+
+/// Still failing (issue 15, item 2): a box 1e6 or more times heavier than
+/// the box it rests on. The Delassus matrix of the light box's two contacts
+/// is [[a, −a], [−a, a + 1/m_heavy]] with a = 1/m_light, so its condition
+/// number is the mass ratio itself and no diagonal scaling changes it; Lemke
+/// and the compliance ladder (ε·a on the diagonal, far above 1/m_heavy) let
+/// the heavy box sink. Measured at h = 0.01 over 0.5 s, 1 kg under 1e6 kg:
+/// Stewart–Trinkle 5.0 cm deep (600 pivots a step), Moreau–Jean 5.3 cm,
+/// Anitescu–Potra and Euler 0.78 mm with the energy rising 5 % in a step;
+/// 1e-3 kg under 1e8 kg: 5–7 cm, and a four-box stack stops Anitescu–Potra
+/// with NumericalFailure.
+#[test]
+#[ignore = "open: a 1e6 mass ratio in a stack is beyond the LCP's conditioning (issue 15 item 2)"]
+fn a_box_much_heavier_than_the_one_below_rests() {
+    let stacks: [&[f64]; 3] = [&[1.0, 1e6], &[1e-3, 1e8], &[1e-3, 1e2, 1e8, 1.0]];
+    check_stacks(&stacks);
+}
+
+/// Each stack bottom to top, stacks 1 m apart, planar and spatial.
+fn check_stacks(stacks: &[&[f64]]) {
+    for dimension in ["Planar", "Spatial"] {
+        let mut boxes = Vec::new();
+        for (s, stack) in stacks.iter().enumerate() {
+            for (level, &m) in stack.iter().enumerate() {
+                boxes.push((m, 1.0 * s as f64, 0.05 + 0.1 * level as f64));
+            }
+        }
+        check(
+            &format!("{dimension} stacked {stacks:?}"),
+            &scene_of(dimension, &boxes),
+        );
+    }
+}
+
+/// Anitescu–Potra §3.2, Fig. 6: with the damper at 20 the 1e8 kg block does
+/// not move while the 1 kg one swings. Under every stepper its (x, y, θ)
+/// stay within 1e-6 of the start over the scene's 10 s (Stewart–Trinkle used
+/// to drop it 2.4 cm in step 1, gaining 1.19e7 J; Moreau–Jean to sink it
+/// 4.3 cm).
+#[test]
+fn the_heavy_block_of_anitescu_potra_fig_6_stays_put_under_every_stepper() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/two_blocks_damper_heavy.ron");
+    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    for stepper in StepperKind::ALL {
+        let mut sim = Simulation::new(scene.clone());
+        sim.params.stepper = stepper;
+        let start = sim.state.q.clone();
+        let steps = (sim.params.duration / sim.params.dt).round() as usize;
+        for step in 1..=steps {
+            let report = sim
+                .step()
+                .unwrap_or_else(|e| panic!("{stepper}: {e}"))
+                .clone();
+            assert_eq!(report.status, LcpStatus::Solved, "{stepper}: step {step}");
+            // Planar q = (x, y, θ) per body; the heavy block is the second.
+            for i in 3..6 {
+                assert!(
+                    (sim.state.q[i] - start[i]).abs() <= 1e-6,
+                    "{stepper}: step {step}: heavy block coordinate {i} moved {:.3e}",
+                    sim.state.q[i] - start[i]
+                );
+            }
+        }
+    }
+}
