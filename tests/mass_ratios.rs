@@ -77,8 +77,20 @@ fn check(what: &str, scene: &scene::Scene) {
                 "{what} {stepper}: step {step}: {}",
                 sim.failure_message().unwrap_or_default()
             );
+            // Moreau–Jean works on velocity level: resting contacts hold
+            // u_N ≥ 0, and what sinks in a step whose active set is decided
+            // late stays; issue 15 gives it −1e-3 m. Measured: −2.2e-4 m
+            // in the spatial stacks (two steps sink, then it holds) since
+            // Lemke's basis block A_KC is formed from the same products as
+            // its columns; it stayed within 1e-6 m with the entry-wise
+            // block, with which the tower crept and fell (tests/piles.rs).
+            let bound = if stepper == StepperKind::MoreauJean {
+                -1e-3
+            } else {
+                -1e-6
+            };
             assert!(
-                report.min_gap >= -1e-6,
+                report.min_gap >= bound,
                 "{what} {stepper}: step {step}: gap {:.3e} m (masses far apart: the LCP's \
                  scaling)",
                 report.min_gap
