@@ -32,7 +32,7 @@ use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
-use crate::params::Params;
+use crate::params::{Params, SolverKind};
 use nalgebra::{DVector, Vector3};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -170,7 +170,7 @@ impl MoreauJean {
         let q_end = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
         let clock = Instant::now();
         let margin = self.settings.contact_margin(model, &solved.velocity, h);
-        let after = model.contacts(&q_end, params.edges, margin);
+        let after = model.contacts(&q_end, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
         let contacts = solved
@@ -231,7 +231,7 @@ impl MoreauJean {
         // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
         let clock = Instant::now();
         let contacts: Vec<Contact> = model
-            .contacts(q_mid, params.edges, 0.0)
+            .contacts(q_mid, params.friction_edges(), 0.0)
             .into_iter()
             .filter(|c| c.gap <= 0.0)
             .collect();
@@ -260,8 +260,10 @@ impl MoreauJean {
         let mut pivots = 0;
         // In the plane (and without friction anywhere) the LCP (33); Lemke has no
         // guarantee for its matrix, so when it fails the same law is posed as
-        // the copositive-plus (29) form, which Lemke always processes.
-        if model.is_planar() || params.mu == 0.0 {
+        // the copositive-plus (29) form, which Lemke always processes. NSGS
+        // takes the (29) form directly (the two-direction law in the plane):
+        // (33) is dense in the model's M⁻¹.
+        if (model.is_planar() || params.mu == 0.0) && params.solver == SolverKind::Lemke {
             let clock = Instant::now();
             let dof = model.dof();
             let planar: Vec<PlanarContact> = contacts

@@ -21,7 +21,7 @@ use super::settings::StepSettings;
 use super::warm::WarmStart;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
 use crate::model::{Contact, ContactId, MassInverse};
-use crate::params::{Params, SolverKind};
+use crate::params::{FrictionCone, Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -243,6 +243,9 @@ pub struct ContactSolver {
     /// NSGS sweeps since [`Self::begin_step`].
     #[serde(skip)]
     sweeps: usize,
+    /// NSGS's buffers, reused from step to step.
+    #[serde(skip)]
+    workspace: nsgs::Workspace,
 }
 
 impl ContactSolver {
@@ -252,6 +255,7 @@ impl ContactSolver {
         self.nsgs = (params.solver == SolverKind::Nsgs).then_some(NsgsLimits {
             tolerance: params.tolerance,
             max_sweeps: params.max_iterations,
+            circular: params.cone() == FrictionCone::Circular,
         });
         self.sweeps = 0;
     }
@@ -301,7 +305,7 @@ impl ContactSolver {
         w: &[f64],
         limits: NsgsLimits,
     ) -> ContactSolution {
-        let solved = nsgs::solve(problem, w, &self.impulses, limits);
+        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut self.workspace);
         self.sweeps += solved.sweeps;
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);

@@ -92,7 +92,7 @@ impl StewartTrinkle {
         let margin = self.settings.contact_margin(model, &state.v, h);
 
         let clock = Instant::now();
-        let start_contacts = model.contacts(&state.q, params.edges, margin);
+        let start_contacts = model.contacts(&state.q, params.friction_edges(), margin);
         let start_gaps = StartGaps::new(&start_contacts);
         timings.geometry += clock.elapsed();
         let mut q_hat = model.integrate(&state.q, &state.v, h);
@@ -112,7 +112,7 @@ impl StewartTrinkle {
         let length = model.length_scale();
         for iteration in 0..asked.max(self.settings.gap_iterations) {
             let clock = Instant::now();
-            let found = model.contacts(&q_hat, params.edges, margin);
+            let found = model.contacts(&q_hat, params.friction_edges(), margin);
             // f(q̂): which contacts the prediction violates.
             let mut predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
             let at_prediction: BTreeSet<ContactId> = found.iter().map(|c| c.id).collect();
@@ -160,7 +160,7 @@ impl StewartTrinkle {
                 let q_new = model.integrate(&state.q, &v_new, h);
                 // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
                 let clock = Instant::now();
-                let after = model.contacts(&q_new, params.edges, 0.0);
+                let after = model.contacts(&q_new, params.friction_edges(), 0.0);
                 timings.geometry += clock.elapsed();
                 let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
                 let missing: Vec<ContactId> = after
@@ -220,7 +220,7 @@ impl StewartTrinkle {
 
         // The new state, the next active set, the report.
         let clock = Instant::now();
-        let after = model.contacts(&q_new, params.edges, margin);
+        let after = model.contacts(&q_new, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
         let layout = solved.layout;
