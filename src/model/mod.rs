@@ -369,7 +369,7 @@ impl Model {
     /// Kinetic and potential energy, J.
     pub fn energy(&self, q: &DVector<f64>, v: &DVector<f64>, params: &Params) -> (f64, f64) {
         let kinetic = match self {
-            Self::Rigid(s) => 0.5 * v.dot(&v.component_div(s.mass_inverse_diagonal())),
+            Self::Rigid(s) => 0.5 * v.dot(&v.component_mul(s.mass_diagonal())),
             Self::Linear(s) => 0.5 * v.dot(&(s.mass_matrix() * v)),
         };
         let potential = match self {

@@ -35,6 +35,7 @@ use crate::model::{Contact, ContactId, Model, State};
 use crate::params::{Params, SolverKind};
 use nalgebra::{DVector, Vector3};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::time::Instant;
 use thiserror::Error;
 
@@ -173,14 +174,15 @@ impl MoreauJean {
         let after = model.contacts(&q_end, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let gaps: HashMap<ContactId, f64> = after.iter().map(|c| (c.id, c.gap)).collect();
         let contacts = solved
             .contacts
             .iter()
             .zip(&solved.impulses)
             .map(|(c, p)| {
-                let gap = after.iter().find(|a| a.id == c.id).map_or(
+                let gap = gaps.get(&c.id).copied().map_or(
                     c.gap + 0.5 * h * c.jacobian.normal_dot(&solved.velocity),
-                    |a| a.gap,
+                    |gap| gap,
                 );
                 report(c, p, gap)
             })

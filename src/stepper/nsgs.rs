@@ -245,7 +245,17 @@ fn solve_cone(
     while sweeps < limits.max_sweeps {
         sweeps += 1;
         let (mut change, mut size) = (0.0, 0.0);
-        for (c, cone) in contacts.iter().zip(cones.iter_mut()) {
+        // Symmetric Gauss–Seidel: the sweeps alternate direction, so that a
+        // load travels down a chain of contacts (a column of grains) in one
+        // sweep whichever way the contacts are numbered.
+        let forward = sweeps % 2 == 1;
+        for step in 0..contacts.len() {
+            let j = if forward {
+                step
+            } else {
+                contacts.len() - 1 - step
+            };
+            let (c, cone) = (contacts[j], &mut cones[j]);
             let jac = &c.jacobian;
             // q: the local velocity without this contact's own impulse.
             let q = local_velocity(jac, &velocity, &cone.terms) - cone.w * cone.r;

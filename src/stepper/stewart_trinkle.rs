@@ -223,6 +223,7 @@ impl StewartTrinkle {
         let after = model.contacts(&q_new, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let gaps: HashMap<ContactId, f64> = after.iter().map(|c| (c.id, c.gap)).collect();
         let layout = solved.layout;
         let scale = solved.velocity_scale;
         let mut reports = Vec::with_capacity(selected.len());
@@ -243,12 +244,10 @@ impl StewartTrinkle {
             }
             let beta: Vec<f64> = beta.iter().copied().collect();
             let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
-            let gap = after
-                .iter()
-                .find(|c| c.id == contact.id)
-                .map_or(contact.gap + h * contact.jacobian.normal_dot(&v_new), |c| {
-                    c.gap
-                });
+            let gap = gaps
+                .get(&contact.id)
+                .copied()
+                .unwrap_or_else(|| contact.gap + h * contact.jacobian.normal_dot(&v_new));
             reports.push(ContactReport {
                 id: contact.id,
                 gap,
