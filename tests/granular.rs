@@ -297,7 +297,7 @@ fn a_ball_on_a_level_fixed_box_stays_put() {
             system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81),
                 bodies: [
                     (name: "table", shape: Box(half_extents: (0.5, 0.5, 0.05)), mass: 1.0, position: (0.0, 0.0, 0.5), fixed: true),
-                    (name: "ball", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.1, 0.2, 0.6499999)),
+                    (name: "ball", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.1, 0.2, 0.64999995)),
                 ])))"#
         );
         let mut sim = Simulation::new(parse(&text));

@@ -490,13 +490,20 @@ impl RigidSystem {
         self.bodies.iter().position(|b| b.name == name)
     }
 
-    /// The largest body extent, m.
+    /// The largest extent of a moving body, m (of any body when all are
+    /// fixed): the scale of contact margins and gap tolerances, which a
+    /// silo's walls would otherwise stretch to every grain's neighbourhood.
     pub fn length_scale(&self) -> f64 {
-        self.bodies
-            .iter()
-            .map(|b| bounding_radius(&b.shape))
-            .fold(0.0, f64::max)
-            .max(1e-3)
+        let extent = |moving: bool| {
+            self.bodies
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !moving || !self.is_fixed(*i))
+                .map(|(_, b)| bounding_radius(&b.shape))
+                .fold(0.0, f64::max)
+        };
+        let moving = extent(true);
+        if moving > 0.0 { moving } else { extent(false) }.max(1e-3)
     }
 
     /// Position of body i's centre of mass, m.
@@ -657,7 +664,9 @@ impl RigidSystem {
         let spheres: Vec<(Vector3<f64>, f64)> = (0..self.bodies.len())
             .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape)))
             .collect();
-        for (i, j) in candidate_pairs(&spheres, margin, self.dimension) {
+        let pairs = candidate_pairs(&spheres, margin, self.dimension);
+        out.reserve(pairs.len());
+        for (i, j) in pairs {
             if self.joined(i, j) || (self.is_fixed(i) && self.is_fixed(j)) {
                 continue;
             }

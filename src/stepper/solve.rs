@@ -310,17 +310,14 @@ impl ContactSolver {
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
-            self.impulses = problem
-                .contacts
-                .iter()
-                .enumerate()
-                .map(|(j, c)| {
+            self.impulses.clear();
+            self.impulses
+                .extend(problem.contacts.iter().enumerate().map(|(j, c)| {
                     let k = c.jacobian.friction_count();
                     let mut z = vec![solved.z[layout.normal(j)]];
                     z.extend((0..k).map(|i| solved.z[starts[j] + i]));
                     (c.id, z)
-                })
-                .collect();
+                }));
             // A later Lemke solve starts afresh.
             self.warm.clear();
         }
