@@ -24,9 +24,13 @@
 //! √(Σ‖Δrⱼ‖²)/√(Σ‖rⱼ‖²) of its own updates, and ε is computed when that
 //! falls below the tolerance, every 8 sweeps and at the sweep limit.
 //!
-//! In the plane, and with `FrictionCone::Pyramid` in space, the local law
-//! is the pyramid's and NSGS solves the same contact problem as Lemke, the
-//! LCP (29) of a [`ContactProblem`] on the k-edge friction pyramid (the two-direction law in
+//! In the plane the circular choice is the two-direction law itself, solved
+//! by the same local solver with a second tangent that carries nothing (the
+//! contacts' rows are n, t, −t; β = (r_T⁺, r_T⁻)).
+//!
+//! With `FrictionCone::Pyramid`, the local law is the pyramid's and NSGS
+//! solves the same contact problem as Lemke, the LCP (29) of a
+//! [`ContactProblem`] on the k-edge friction pyramid (the two-direction law in
 //! the plane), so that the two solvers can be compared on identical
 //! problems. One sweep visits the contacts in their fixed order; at contact
 //! j, with every other contact's impulse held, the local problem is the
@@ -147,23 +151,33 @@ pub fn solve(
     limits: NsgsLimits,
     workspace: &mut Workspace,
 ) -> NsgsSolution {
-    let circular = limits.circular
-        && problem
+    let all = |k: usize| {
+        problem
             .contacts
             .iter()
-            .all(|c| c.jacobian.friction_count() == CIRCULAR_CONE_DIRECTIONS);
-    if circular {
-        solve_cone(problem, w, warm, limits, workspace)
+            .all(|c| c.jacobian.friction_count() == k)
+    };
+    // In the plane (the pair ±t) the circular cone's law is the
+    // two-direction law itself: the same exact local solver, with a
+    // decoupled second tangent that carries no impulse.
+    let planar = all(2);
+    if limits.circular && (planar || all(CIRCULAR_CONE_DIRECTIONS)) {
+        solve_cone(problem, w, warm, limits, workspace, planar)
     } else {
         solve_pyramid(problem, w, warm, limits)
     }
 }
 
-/// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact.
-fn delassus(jac: &ContactJacobian, w: &[f64]) -> Matrix3<f64> {
+/// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact; in the plane
+/// of rows 0..2 (n, t), with 1 for the absent second tangent.
+fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix3<f64> {
+    let rows = if planar { 2 } else { 3 };
     let mut block = Matrix3::zeros();
-    for a in 0..3 {
-        for b in a..3 {
+    if planar {
+        block[(2, 2)] = 1.0;
+    }
+    for a in 0..rows {
+        for b in a..rows {
             let value = jac.coupling(a, jac, b, w);
             block[(a, b)] = value;
             block[(b, a)] = value;
@@ -172,17 +186,16 @@ fn delassus(jac: &ContactJacobian, w: &[f64]) -> Matrix3<f64> {
     block
 }
 
-/// (J_j v)_{n,t₁,t₂} plus the scheme's terms: the local velocity u.
+/// (J_j v)_{n,t₁,t₂} plus the scheme's terms: the local velocity u (no
+/// second tangent in the plane).
 fn local_velocity(
     jac: &ContactJacobian,
     velocity: &DVector<f64>,
     terms: &Vector3<f64>,
+    planar: bool,
 ) -> Vector3<f64> {
-    Vector3::new(
-        jac.dot(0, velocity),
-        jac.dot(1, velocity),
-        jac.dot(2, velocity),
-    ) + terms
+    let second = if planar { 0.0 } else { jac.dot(2, velocity) };
+    Vector3::new(jac.dot(0, velocity), jac.dot(1, velocity), second) + terms
 }
 
 /// NSGS on the circular cone (module documentation).
@@ -192,16 +205,19 @@ fn solve_cone(
     warm: &HashMap<ContactId, Vec<f64>>,
     limits: NsgsLimits,
     workspace: &mut Workspace,
+    planar: bool,
 ) -> NsgsSolution {
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
     let starts = friction_starts(contacts);
+    // Impulse rows: n, t₁, t₂ (n, t in the plane).
+    let rows = if planar { 2 } else { 3 };
     let cones = &mut workspace.cones;
     cones.clear();
     let mut velocity = problem.free.clone();
     for (j, c) in contacts.iter().enumerate() {
         let jac = &c.jacobian;
-        let block = delassus(jac, w);
+        let block = delassus(jac, w, planar);
         // A 3 × 3 block of independent rows on a body with mass is positive
         // definite; the tiny shift only guards a degenerate Jacobian.
         let w_inverse = block.try_inverse().unwrap_or_else(|| {
@@ -218,14 +234,20 @@ fn solve_cone(
                 .unwrap_or(0.0)
         };
         let mu = problem.mu[j];
-        // The warm start: (c_n, β₁…β₄) → r_T = (β₁ − β₃, β₂ − β₄), in the cone.
+        // The warm start: (c_n, β₁…β₄) → r_T = (β₁ − β₃, β₂ − β₄), in the
+        // cone; in the plane (c_n, β₊, β₋) → r_T = β₊ − β₋.
         let r = warm
             .get(&c.id)
-            .filter(|p| p.len() == CIRCULAR_CONE_DIRECTIONS + 1 && p.iter().all(|x| x.is_finite()))
+            .filter(|p| p.len() == jac.friction_count() + 1 && p.iter().all(|x| x.is_finite()))
             .map_or_else(Vector3::zeros, |p| {
-                coulomb_cone::project(&Vector3::new(p[0], p[1] - p[3], p[2] - p[4]), mu)
+                let r = if planar {
+                    Vector3::new(p[0], p[1] - p[2], 0.0)
+                } else {
+                    Vector3::new(p[0], p[1] - p[3], p[2] - p[4])
+                };
+                coulomb_cone::project(&r, mu)
             });
-        for (row, value) in r.iter().enumerate() {
+        for (row, value) in r.iter().enumerate().take(rows) {
             if *value != 0.0 {
                 jac.add_weighted_row(row, *value, w, &mut velocity);
             }
@@ -233,7 +255,11 @@ fn solve_cone(
         cones.push(Cone {
             w: block,
             w_inverse,
-            terms: Vector3::new(problem.normal_terms[j], term(0), term(1)),
+            terms: Vector3::new(
+                problem.normal_terms[j],
+                term(0),
+                if planar { 0.0 } else { term(1) },
+            ),
             r,
             mu,
         });
@@ -258,13 +284,13 @@ fn solve_cone(
             let (c, cone) = (contacts[j], &mut cones[j]);
             let jac = &c.jacobian;
             // q: the local velocity without this contact's own impulse.
-            let q = local_velocity(jac, &velocity, &cone.terms) - cone.w * cone.r;
+            let q = local_velocity(jac, &velocity, &cone.terms, planar) - cone.w * cone.r;
             let r = coulomb_cone::solve(&cone.w, &cone.w_inverse, &q, cone.mu, &cone.r);
             // A non-finite local solution (only from non-finite data) keeps
             // the last impulse; the residual reports it.
             if r.iter().all(|x| x.is_finite()) {
                 let delta = r - cone.r;
-                for (row, value) in delta.iter().enumerate() {
+                for (row, value) in delta.iter().enumerate().take(rows) {
                     if *value != 0.0 {
                         jac.add_weighted_row(row, *value, w, &mut velocity);
                     }
@@ -284,7 +310,7 @@ fn solve_cone(
             || sweeps == limits.max_sweeps
             || !light.is_finite()
         {
-            residual = cone_residual(contacts, cones, &velocity);
+            residual = cone_residual(contacts, cones, &velocity, planar);
             if residual <= limits.tolerance {
                 status = LcpStatus::Solved;
                 break;
@@ -302,10 +328,12 @@ fn solve_cone(
     let mut wv = DVector::zeros(layout.size());
     for (j, (c, cone)) in contacts.iter().zip(cones.iter()).enumerate() {
         let jac = &c.jacobian;
-        let u = local_velocity(jac, &velocity, &cone.terms);
+        let u = local_velocity(jac, &velocity, &cone.terms, planar);
         let slip = u.y.hypot(u.z);
         let r = cone.r;
-        let beta = [r.y.max(0.0), r.z.max(0.0), (-r.y).max(0.0), (-r.z).max(0.0)];
+        let spatial = [r.y.max(0.0), r.z.max(0.0), (-r.y).max(0.0), (-r.z).max(0.0)];
+        let in_plane = [r.y.max(0.0), (-r.y).max(0.0)];
+        let beta: &[f64] = if planar { &in_plane } else { &spatial };
         z[layout.normal(j)] = r.x;
         wv[layout.normal(j)] = u.x;
         for (i, b) in beta.iter().enumerate() {
@@ -335,10 +363,11 @@ fn cone_residual(
     contacts: &[&crate::model::Contact],
     cones: &[Cone],
     velocity: &DVector<f64>,
+    planar: bool,
 ) -> f64 {
     let (mut error, mut size) = (0.0, 0.0);
     for (c, cone) in contacts.iter().zip(cones) {
-        let u = local_velocity(&c.jacobian, velocity, &cone.terms);
+        let u = local_velocity(&c.jacobian, velocity, &cone.terms, planar);
         let rho = 1.0 / cone.w[(0, 0)].max(f64::MIN_POSITIVE);
         error += coulomb_cone::natural_map(&cone.r, &u, cone.mu, rho).norm_squared();
         size += cone.r.norm_squared();
