@@ -127,6 +127,53 @@ impl FromStr for SolverKind {
     }
 }
 
+/// The set of admissible contact impulses of NSGS's local problem in space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FrictionCone {
+    /// Coulomb's circular cone ‖r_T‖ ≤ μ r_N (Moreau 1998 §6; Siconos fc3d):
+    /// three unknowns per contact, exact isotropic friction.
+    #[serde(rename = "circular")]
+    Circular,
+    /// The k-edge pyramid of the LCP (29) (Stewart & Trinkle 1996 §3), the
+    /// problem Lemke solves: NSGS and Lemke compared on identical data.
+    #[serde(rename = "pyramid")]
+    Pyramid,
+}
+
+impl FrictionCone {
+    /// Both cones.
+    pub const ALL: [FrictionCone; 2] = [FrictionCone::Circular, FrictionCone::Pyramid];
+
+    /// The name used on the command line and in scene files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Circular => "circular",
+            Self::Pyramid => "pyramid",
+        }
+    }
+}
+
+impl fmt::Display for FrictionCone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FrictionCone {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown friction cone `{s}` (known: circular, pyramid)"))
+    }
+}
+
+/// Friction directions of the contacts NSGS solves on the circular cone: the
+/// 4-edge pyramid's d₁ = t₁, d₂ = t₂, d₃ = −t₁, d₄ = −t₂ hold the orthonormal
+/// tangent pair in rows 1 and 2 and keep the (29) layout of the impulses.
+pub const CIRCULAR_CONE_DIRECTIONS: usize = 4;
+
 impl StepperKind {
     /// Whether the scheme can solve its contact problem by NSGS: the two
     /// whose problem is the contact LCP (29) alone (Anitescu–Potra and the
@@ -175,6 +222,11 @@ pub struct Params {
     pub tolerance: f64,
     /// NSGS: the sweep limit of one solve.
     pub max_iterations: usize,
+    /// NSGS's local friction law in space; omitted: the solver's own (the
+    /// circular cone for nsgs, the pyramid for lemke, which solves (29)
+    /// only). Planar contacts always use the two-direction law ±t.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub friction_cone: Option<FrictionCone>,
 }
 
 impl Default for Params {
@@ -197,6 +249,7 @@ impl Default for Params {
             // converges slowly, does not reach the sweep limit.
             tolerance: 1e-4,
             max_iterations: 1000,
+            friction_cone: None,
         }
     }
 }
@@ -220,8 +273,12 @@ impl ParamError {
         }
     }
 
-    /// The field as a command-line flag (`ncp_iterations` → `--ncp-iterations`).
+    /// The field as a command-line flag (`ncp_iterations` →
+    /// `--ncp-iterations`; `friction_cone` → `--cone`).
     pub fn flag(&self) -> String {
+        if self.field == "friction_cone" {
+            return "--cone".to_owned();
+        }
         format!("--{}", self.field.replace('_', "-"))
     }
 }
@@ -268,9 +325,30 @@ pub struct Overrides {
     /// NSGS: sweep limit of one solve.
     #[arg(long, allow_hyphen_values = true)]
     pub max_iterations: Option<usize>,
+    /// NSGS's friction law in space (circular, pyramid); default circular.
+    #[arg(long = "cone")]
+    pub friction_cone: Option<String>,
 }
 
 impl Params {
+    /// The friction law the contact solver applies in space: the scene's
+    /// choice, else circular for NSGS and the pyramid for Lemke.
+    pub fn cone(&self) -> FrictionCone {
+        self.friction_cone.unwrap_or(match self.solver {
+            SolverKind::Nsgs => FrictionCone::Circular,
+            SolverKind::Lemke => FrictionCone::Pyramid,
+        })
+    }
+
+    /// Friction directions per contact in space: k = `edges` on the pyramid,
+    /// [`CIRCULAR_CONE_DIRECTIONS`] on the circular cone.
+    pub fn friction_edges(&self) -> usize {
+        match self.cone() {
+            FrictionCone::Circular => CIRCULAR_CONE_DIRECTIONS,
+            FrictionCone::Pyramid => self.edges,
+        }
+    }
+
     /// Checks every parameter against its range and against `model`: h and
     /// the duration positive, μ, damping and stiffness ≥ 0, e ∈ [0, 1], every
     /// real at most [`MAX_MAGNITUDE`], k ≥ 3 in space and ≤ 256, 1–100 NCP
@@ -365,6 +443,12 @@ impl Params {
                     "must be between 1 and 1000000, found {}",
                     self.max_iterations
                 ),
+            ));
+        }
+        if self.solver == SolverKind::Lemke && self.friction_cone == Some(FrictionCone::Circular) {
+            return Err(ParamError::new(
+                "friction_cone",
+                "lemke solves the LCP (29) on the k-edge pyramid; the circular cone needs the nsgs solver",
             ));
         }
         if self.solver == SolverKind::Nsgs {
@@ -471,6 +555,12 @@ impl Params {
                     "applies to the nsgs solver only (add --solver nsgs)",
                 ));
             }
+        }
+        if let Some(name) = &o.friction_cone {
+            p.friction_cone = Some(
+                name.parse::<FrictionCone>()
+                    .map_err(|e| ParamError::new("friction_cone", e))?,
+            );
         }
         set(&mut p.tolerance, o.tolerance);
         if let Some(n) = o.max_iterations {

@@ -25,8 +25,17 @@ fn scenes() -> Vec<std::path::PathBuf> {
         .collect();
     paths.sort();
     // The 40- and 100-body scenes add nothing to what the pile covers here
-    // and cost minutes with the dense Anitescu–Potra step in a debug build.
-    paths.retain(|p| !["pile_100.ron", "wall.ron"].iter().any(|l| p.ends_with(l)));
+    // and cost minutes with the dense Anitescu–Potra step in a debug build;
+    // nor do the granular scenes (1,000–2,000 grains), which
+    // tests/granular.rs covers at a small size.
+    let large = [
+        "pile_100.ron",
+        "wall.ron",
+        "silo.ron",
+        "avalanche.ron",
+        "hourglass.ron",
+    ];
+    paths.retain(|p| !large.iter().any(|l| p.ends_with(l)));
     paths
 }
 

@@ -4,7 +4,7 @@
 
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
-use contactlab::params::{Overrides, SolverKind, StepperKind};
+use contactlab::params::{FrictionCone, Overrides, SolverKind, StepperKind};
 use contactlab::scene::{self, Scene};
 use contactlab::sim::Simulation;
 use contactlab::stepper::{ContactState, StepReport};
@@ -46,6 +46,8 @@ fn nsgs_and_lemke_end_in_the_same_place() {
         let mut scene = load(name);
         scene.params.stepper = stepper;
         let mut lemke = Simulation::new(scene.clone());
+        // The identical LCP (29): NSGS on Lemke's pyramid.
+        scene.params.friction_cone = Some(FrictionCone::Pyramid);
         let mut iterative = nsgs(scene, 1e-10);
         let seconds = lemke.params.duration;
         run(&mut lemke, seconds, |_, _| {});
@@ -282,4 +284,34 @@ fn the_solver_flags_are_checked() {
         },
         "tolerance",
     );
+    // The circular cone is NSGS's: Lemke solves (29) on the pyramid.
+    refused(
+        Overrides {
+            friction_cone: Some("circular".into()),
+            ..Overrides::default()
+        },
+        "friction_cone",
+    );
+    refused(
+        Overrides {
+            solver: Some("nsgs".into()),
+            friction_cone: Some("round".into()),
+            ..Overrides::default()
+        },
+        "friction_cone",
+    );
+    for (solver, cone, expected) in [
+        ("nsgs", None, FrictionCone::Circular),
+        ("nsgs", Some("pyramid"), FrictionCone::Pyramid),
+        ("lemke", Some("pyramid"), FrictionCone::Pyramid),
+        ("lemke", None, FrictionCone::Pyramid),
+    ] {
+        let p = with(Overrides {
+            solver: Some(solver.into()),
+            friction_cone: cone.map(Into::into),
+            ..Overrides::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.cone(), expected, "{solver} {cone:?}");
+    }
 }

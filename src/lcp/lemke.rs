@@ -110,7 +110,17 @@ pub fn default_max_pivots(n: usize) -> usize {
 /// rank-deficient contact Jacobians of a pile), the solve is repeated once with a
 /// 100× larger pivot tolerance and a refactorization every 8 pivots.
 pub fn solve(lcp: &Lcp, options: &LemkeOptions) -> Result<LcpSolution, LcpError> {
-    solve_with::<_, dense::DenseBasis>(&lcp.m, &lcp.q, options)
+    solve_dense(&lcp.m, &lcp.q, options)
+}
+
+/// [`solve`] on a borrowed M and q (NSGS's local blocks, solved once per
+/// contact and sweep, are not copied into an [`Lcp`]).
+pub fn solve_dense(
+    m: &DMatrix<f64>,
+    q: &DVector<f64>,
+    options: &LemkeOptions,
+) -> Result<LcpSolution, LcpError> {
+    solve_with::<_, dense::DenseBasis>(m, q, options)
 }
 
 /// Solves LCP(M, q) with Lemke's method for an M given as an [`LcpMatrix`],

@@ -379,10 +379,21 @@ impl Model {
         }
     }
 
+    /// A bound on how fast any gap can close at velocities `v`: the largest
+    /// point speed of a rigid body (centre speed plus |ω| times its bounding
+    /// radius), or max |vᵢ| times the length scale (at least 1) for a linear
+    /// system, m/s.
+    pub fn max_point_speed(&self, v: &DVector<f64>) -> f64 {
+        match self {
+            Self::Rigid(s) => s.max_point_speed(v),
+            Self::Linear(_) => v.amax() * self.length_scale().max(1.0),
+        }
+    }
+
     /// Kinetic and potential energy, J.
     pub fn energy(&self, q: &DVector<f64>, v: &DVector<f64>, params: &Params) -> (f64, f64) {
         let kinetic = match self {
-            Self::Rigid(s) => 0.5 * v.dot(&v.component_div(s.mass_inverse_diagonal())),
+            Self::Rigid(s) => 0.5 * v.dot(&v.component_mul(s.mass_diagonal())),
             Self::Linear(s) => 0.5 * v.dot(&(s.mass_matrix() * v)),
         };
         let potential = match self {

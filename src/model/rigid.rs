@@ -2,6 +2,12 @@
 //! (position + unit quaternion; linear velocity + body-axis angular velocity, so
 //! M = diag(m I, J_body) is constant as in Anitescu–Potra §2.3.5), touching each
 //! other and static half-spaces.
+//!
+//! A body can be fixed in place (infinite mass: M⁻¹ = 0 on its block, no
+//! force, never integrated): the walls of a silo or a ramp. It keeps its
+//! coordinates in q, so indices and drawing stay those of any body, but a
+//! contact with it carries only the moving body's block, as a contact with
+//! a half-space does, and two fixed bodies never collide.
 
 use super::element::ForceElement;
 use super::joint::Joint;
@@ -109,8 +115,10 @@ pub struct RigidSystem {
     held_perturbation: Option<DVector<f64>>,
     /// The diagonal of M (m per translation, J per rotation), kg or kg·m².
     mass: DVector<f64>,
-    /// Its inverse, per velocity.
+    /// Its inverse, per velocity (0 on a fixed body's block).
     mass_inverse: DVector<f64>,
+    /// Which bodies are fixed in place (parallel to `bodies`).
+    fixed: Vec<bool>,
 }
 
 impl RigidSystem {
@@ -154,9 +162,48 @@ impl RigidSystem {
             loads: Vec::new(),
             perturbation: None,
             held_perturbation: None,
+            fixed: vec![false; mass.len() / per.max(1)],
             mass,
             mass_inverse,
         }
+    }
+
+    /// Fixes body i in place (infinite mass) or frees it again. A fixed
+    /// body's velocity must be zero; [`Self::integrate`] leaves it where it is
+    /// whatever v says.
+    pub fn set_fixed(&mut self, i: usize, fixed: bool) {
+        let Some(slot) = self.fixed.get_mut(i) else {
+            return;
+        };
+        *slot = fixed;
+        for a in self.block(i).range() {
+            self.mass_inverse[a] = if fixed { 0.0 } else { 1.0 / self.mass[a] };
+        }
+    }
+
+    /// The largest speed of any point of a moving body at velocities `v`:
+    /// its centre's speed plus |ω| times its bounding radius, m/s.
+    pub fn max_point_speed(&self, v: &DVector<f64>) -> f64 {
+        (0..self.bodies.len())
+            .filter(|&i| !self.is_fixed(i))
+            .map(|i| {
+                let block = self.block(i);
+                let s = &v.as_slice()[block.start..block.start + block.len];
+                let (linear, angular) = match self.dimension {
+                    Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
+                    Dimension::Spatial => (
+                        Vector3::new(s[0], s[1], s[2]).norm(),
+                        Vector3::new(s[3], s[4], s[5]).norm(),
+                    ),
+                };
+                linear + angular * bounding_radius(&self.bodies[i].shape)
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// Whether body i is fixed in place.
+    pub fn is_fixed(&self, i: usize) -> bool {
+        self.fixed.get(i).copied().unwrap_or(false)
     }
 
     /// Appends a body (it joins the running scene: contacts find it from the
@@ -186,6 +233,7 @@ impl RigidSystem {
         }
         self.bodies.push(body);
         self.body_impact.push(impact);
+        self.fixed.push(false);
         self.held_perturbation = None;
         self.bodies.len() - 1
     }
@@ -214,6 +262,7 @@ impl RigidSystem {
         let per = velocity_size(self.dimension);
         self.bodies.truncate(count);
         self.body_impact.truncate(count);
+        self.fixed.truncate(count);
         self.mass.resize_vertically_mut(count * per, 0.0);
         self.mass_inverse.resize_vertically_mut(count * per, 0.0);
         if self.perturbation.as_ref().is_some_and(|p| p.body >= count) {
@@ -254,11 +303,14 @@ impl RigidSystem {
     /// its generalized force Jᵀ F (force and torque r × F about the centre of
     /// mass) for [`Self::load_forces`] until the next call.
     pub fn hold_perturbation(&mut self, q: &DVector<f64>, v: &DVector<f64>) {
-        self.held_perturbation = self.perturbation_force(q, v).and_then(|f| {
-            let mut k = DVector::zeros(self.dof());
-            self.add_point_gradient(q, f.body, &f.point, &f.force, 1.0, &mut k.column_mut(0));
-            k.iter().all(|x| x.is_finite()).then_some(k)
-        });
+        self.held_perturbation = self
+            .perturbation_force(q, v)
+            .filter(|f| !self.is_fixed(f.body))
+            .and_then(|f| {
+                let mut k = DVector::zeros(self.dof());
+                self.add_point_gradient(q, f.body, &f.point, &f.force, 1.0, &mut k.column_mut(0));
+                k.iter().all(|x| x.is_finite()).then_some(k)
+            });
     }
 
     /// The nearest body that the ray from `origin` along `direction` (world
@@ -458,13 +510,20 @@ impl RigidSystem {
         self.bodies.iter().position(|b| b.name == name)
     }
 
-    /// The largest body extent, m.
+    /// The largest extent of a moving body, m (of any body when all are
+    /// fixed): the scale of contact margins and gap tolerances, which a
+    /// silo's walls would otherwise stretch to every grain's neighbourhood.
     pub fn length_scale(&self) -> f64 {
-        self.bodies
-            .iter()
-            .map(|b| bounding_radius(&b.shape))
-            .fold(0.0, f64::max)
-            .max(1e-3)
+        let extent = |moving: bool| {
+            self.bodies
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !moving || !self.is_fixed(*i))
+                .map(|(_, b)| bounding_radius(&b.shape))
+                .fold(0.0, f64::max)
+        };
+        let moving = extent(true);
+        if moving > 0.0 { moving } else { extent(false) }.max(1e-3)
     }
 
     /// Position of body i's centre of mass, m.
@@ -513,6 +572,9 @@ impl RigidSystem {
         let per = velocity_size(self.dimension);
         let mut k = DVector::zeros(self.dof());
         for (i, body) in self.bodies.iter().enumerate() {
+            if self.is_fixed(i) {
+                continue;
+            }
             let o = i * per;
             match self.dimension {
                 Dimension::Planar => {
@@ -541,6 +603,9 @@ impl RigidSystem {
         let mut out = q.clone();
         let (pq, pv) = (position_size(self.dimension), velocity_size(self.dimension));
         for i in 0..self.bodies.len() {
+            if self.is_fixed(i) {
+                continue;
+            }
             let (oq, ov) = (i * pq, i * pv);
             match self.dimension {
                 Dimension::Planar => {
@@ -612,6 +677,9 @@ impl RigidSystem {
         mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
     ) {
         for (i, body) in self.bodies.iter().enumerate() {
+            if self.is_fixed(i) {
+                continue;
+            }
             let x = self.position(q, i);
             let r = self.rotation(q, i);
             let reach = bounding_radius(&body.shape);
@@ -638,10 +706,14 @@ impl RigidSystem {
         let spheres: Vec<(Vector3<f64>, f64)> = (0..self.bodies.len())
             .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape)))
             .collect();
-        for (i, j) in candidate_pairs(&spheres, margin, self.dimension) {
-            if self.joined(i, j) {
+        let pairs = candidate_pairs(&spheres, margin, self.dimension);
+        for (i, j) in pairs {
+            if self.joined(i, j) || (self.is_fixed(i) && self.is_fixed(j)) {
                 continue;
             }
+            // The moving body comes first: its block is the contact's only
+            // one when the other is fixed.
+            let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
             for pc in self.pair_contacts(q, i, j, margin) {
                 let id = ContactId {
                     a: i,
@@ -659,6 +731,37 @@ impl RigidSystem {
         let reach = bounding_radius(&a.shape) + bounding_radius(&b.shape) + margin;
         if (xa - xb).norm() > reach {
             return Vec::new();
+        }
+        // A box's bounding sphere reaches far past its faces (a silo's wall
+        // holds every grain inside it): the exact sphere–box distance rules
+        // out most such pairs before the narrow phase.
+        let apart = |boxed: usize, half: &[f64; 3], sphere: usize, radius: f64| {
+            let local = self.rotation(q, boxed).inverse()
+                * (self.position(q, sphere) - self.position(q, boxed));
+            let planar = self.dimension == Dimension::Planar;
+            let outside = Vector3::from_fn(|k, _| {
+                if planar && k == 2 {
+                    0.0
+                } else {
+                    (local[k].abs() - half[k]).max(0.0)
+                }
+            });
+            // Conservative by a round-off slack: a pair this test rejects
+            // is one the narrow phase would find apart too.
+            outside.norm() - radius > margin + 1e-9 * (radius + half[0] + half[1] + half[2])
+        };
+        match (a.shape, b.shape) {
+            (Shape::Box { half_extents }, Shape::Sphere { radius })
+                if apart(i, &half_extents, j, radius) =>
+            {
+                return Vec::new();
+            }
+            (Shape::Sphere { radius }, Shape::Box { half_extents })
+                if apart(j, &half_extents, i, radius) =>
+            {
+                return Vec::new();
+            }
+            _ => {}
         }
         match self.dimension {
             Dimension::Planar => {
@@ -701,12 +804,14 @@ impl RigidSystem {
             }
             Dimension::Spatial => pyramid_directions(&normal, &self.up(), k),
         };
+        // A fixed body has no velocities: the contact is on a's block alone.
+        let b_moving = b.filter(|(j, _)| !self.is_fixed(*j));
         let blocks: Vec<Block> = std::iter::once(self.block(id.a))
-            .chain(b.map(|(j, _)| self.block(j)))
+            .chain(b_moving.map(|(j, _)| self.block(j)))
             .collect();
         let mut jacobian = ContactJacobian::zeros(&blocks, k);
         self.add_jacobian(q, id.a, &point_a, 1.0, &normal, &tangents, &mut jacobian, 0);
-        if let Some((j, point_b)) = b {
+        if let Some((j, point_b)) = b_moving {
             self.add_jacobian(q, j, &point_b, -1.0, &normal, &tangents, &mut jacobian, 1);
         }
         Contact {

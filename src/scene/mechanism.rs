@@ -20,19 +20,30 @@ pub(super) fn build_mechanism(
     let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
     let mut names = HashSet::new();
     let body_names: Vec<String> = system.bodies.iter().map(|b| b.name.clone()).collect();
+    let fixed: Vec<bool> = (0..body_names.len()).map(|i| system.is_fixed(i)).collect();
     let body = |section: &'static str,
                 quoted: &str,
                 field: &'static str,
                 name: &str,
                 path: String|
      -> Result<usize, SceneError> {
-        body_names.iter().position(|b| b == name).ok_or_else(|| {
+        let i = body_names.iter().position(|b| b == name).ok_or_else(|| {
             check.error(
                 &[section, quoted, field],
-                path,
+                path.clone(),
                 format!("no body named `{name}`"),
             )
-        })
+        })?;
+        if fixed[i] {
+            return Err(check.error(
+                &[section, quoted, field],
+                path,
+                format!(
+                    "`{name}` is fixed in place: joints, force elements and loads act on moving bodies"
+                ),
+            ));
+        }
+        Ok(i)
     };
     let local = |system: &RigidSystem, i: Option<usize>, world: Vector3<f64>| match i {
         Some(i) => system.rotation(q, i).inverse() * (world - system.position(q, i)),

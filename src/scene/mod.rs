@@ -8,6 +8,7 @@
 
 pub mod drawing;
 pub mod generate;
+pub mod granular;
 mod linear;
 mod locate;
 pub mod magnitude;
@@ -146,7 +147,8 @@ impl Scene {
             .chain(system.surfaces.iter().map(|s| s.name.clone()))
             .collect();
         let built = build_body(spec, index, system.dimension, &mut names, &check)?;
-        system.push_body(built.body.clone(), built.impact);
+        let added = system.push_body(built.body.clone(), built.impact);
+        system.set_fixed(added, built.fixed);
         file.bodies.push(spec.clone());
         Ok(built)
     }
@@ -417,6 +419,8 @@ pub struct BuiltBody {
     pub q: Vec<f64>,
     /// Its initial velocities (angular velocity in body axes in space).
     pub v: Vec<f64>,
+    /// Fixed in place.
+    pub fixed: bool,
 }
 
 /// Validates body `i` of a rigid scene of dimension `dim`; `names` holds the
@@ -516,6 +520,20 @@ fn build_body(
             "positions and velocities must be finite",
         ));
     }
+    if b.fixed {
+        for (field, value) in [
+            ("velocity", b.velocity),
+            ("angular_velocity", b.angular_velocity),
+        ] {
+            if value.iter().any(|x| *x != 0.0) {
+                return Err(check.error(
+                    &at(field),
+                    name_of(field),
+                    "a fixed body does not move: its velocity must be zero (or omitted)",
+                ));
+            }
+        }
+    }
     let (q, v) = match dim {
         Dimension::Planar => {
             let Orientation::Angle(theta) = b.orientation else {
@@ -553,6 +571,7 @@ fn build_body(
         impact,
         q,
         v,
+        fixed: b.fixed,
     })
 }
 
@@ -570,8 +589,10 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     let mut surface_impact = Vec::new();
     let mut q = Vec::new();
     let mut v = Vec::new();
+    let mut fixed = Vec::new();
     for (i, b) in spec.bodies.iter().enumerate() {
         let built = build_body(b, i, dim, &mut names, check)?;
+        fixed.push(built.fixed);
         q.extend(built.q);
         v.extend(built.v);
         body_impact.push(built.impact);
@@ -622,6 +643,9 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     let mut system = RigidSystem::new(dim, bodies, surfaces, Vector3::from(spec.gravity));
     system.body_impact = body_impact;
     system.surface_impact = surface_impact;
+    for (i, _) in fixed.iter().enumerate().filter(|(_, f)| **f) {
+        system.set_fixed(i, true);
+    }
     mechanism::build_mechanism(spec, &mut system, &q, check)?;
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }

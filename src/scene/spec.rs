@@ -215,6 +215,15 @@ pub struct BodySpec {
     /// Tangential restitution ε_T of this body's material; omitted: 0.
     #[serde(default)]
     pub tangential_restitution: Option<f64>,
+    /// Fixed in place (infinite mass, not a joint): a wall, a ramp, a silo's
+    /// side. Its velocities must be zero; it takes no joints, force elements
+    /// or loads. Omitted: false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fixed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// An orientation.

@@ -94,6 +94,7 @@ pub fn projectile(
         color: None,
         restitution: None,
         tangential_restitution: None,
+        fixed: false,
     })
 }
 

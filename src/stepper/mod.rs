@@ -8,6 +8,7 @@
 pub mod anitescu_potra;
 pub mod assembly;
 pub mod contact_lcp;
+pub mod coulomb_cone;
 pub mod glocker_studer;
 pub mod moreau_jean;
 pub mod nsgs;

@@ -34,9 +34,10 @@ use super::warm::WarmStart;
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, Model, State};
-use crate::params::Params;
+use crate::params::{Params, SolverKind};
 use nalgebra::{DVector, Vector3};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::time::Instant;
 use thiserror::Error;
 
@@ -182,18 +183,23 @@ impl MoreauJean {
         // Step 5: q^E = q^M + (h/2) u^E.
         let q_end = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
         let clock = Instant::now();
-        let margin = self.settings.contact_margin(model, &solved.velocity, h);
-        let after = model.contacts(&q_end, params.edges, margin);
+        // For the report only (end gaps, the deepest one): the static part
+        // of the margin. The velocity part, 2h·max|v| with the angular
+        // velocities among v, reaches past every neighbour of a spinning
+        // grain and made this call most of a granular step.
+        let margin = self.settings.margin_fraction * model.length_scale();
+        let after = model.contacts(&q_end, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
+        let gaps: HashMap<ContactId, f64> = after.iter().map(|c| (c.id, c.gap)).collect();
         let contacts = solved
             .contacts
             .iter()
             .zip(&solved.impulses)
             .map(|(c, p)| {
-                let gap = after.iter().find(|a| a.id == c.id).map_or(
+                let gap = gaps.get(&c.id).copied().map_or(
                     c.gap + 0.5 * h * c.jacobian.normal_dot(&solved.velocity),
-                    |a| a.gap,
+                    |gap| gap,
                 );
                 report(c, p, gap)
             })
@@ -252,12 +258,16 @@ impl MoreauJean {
             u_start.clone()
         };
         let clock = Instant::now();
+        // The candidates for predictive activation: contacts whose gap at q^M
+        // the step's velocities can close by t^E, (h/2)·(two bodies' point
+        // speeds) at most. Not the stepper's 2h·max|v| margin: with the
+        // grains' spins among v it reaches every neighbour of a silo.
         let margin = if h > 0.0 {
-            self.settings.contact_margin(model, &free, h)
+            self.settings.margin_fraction * model.length_scale() + h * model.max_point_speed(&free)
         } else {
             0.0
         };
-        let candidates = model.contacts(q_mid, params.edges, margin);
+        let candidates = model.contacts(q_mid, params.friction_edges(), margin);
         timings.geometry += clock.elapsed();
         // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
         let mut active: Vec<bool> = candidates.iter().map(|c| c.gap <= 0.0).collect();
@@ -328,8 +338,10 @@ impl MoreauJean {
         let mut pivots = 0;
         // In the plane (and without friction anywhere) the LCP (33); Lemke has no
         // guarantee for its matrix, so when it fails the same law is posed as
-        // the copositive-plus (29) form, which Lemke always processes.
-        if model.is_planar() || params.mu == 0.0 {
+        // the copositive-plus (29) form, which Lemke always processes. NSGS
+        // takes the (29) form directly (the two-direction law in the plane):
+        // (33) is dense in the model's M⁻¹.
+        if (model.is_planar() || params.mu == 0.0) && params.solver == SolverKind::Lemke {
             let clock = Instant::now();
             let dof = model.dof();
             let planar: Vec<PlanarContact> = contacts
@@ -397,7 +409,7 @@ impl MoreauJean {
         let mut solved = self.solve_pyramid(
             model,
             params,
-            &contacts,
+            contacts,
             &restitution,
             free,
             u_start,
@@ -416,7 +428,7 @@ impl MoreauJean {
         &mut self,
         model: &Model,
         params: &Params,
-        contacts: &[Contact],
+        contacts: Vec<Contact>,
         restitution: &[(f64, f64)],
         free: &DVector<f64>,
         u_start: &DVector<f64>,
@@ -481,7 +493,7 @@ impl MoreauJean {
             pivots: solution.pivots,
             solves: 1,
             velocity,
-            contacts: contacts.to_vec(),
+            contacts,
             impulses: contact_impulses,
             lcp_size: layout.size(),
             largest_island: solution.largest_island,
@@ -566,7 +578,7 @@ mod tests {
                 let pyramid = other.solve_pyramid(
                     model,
                     params,
-                    &planar.contacts,
+                    planar.contacts.clone(),
                     &restitution,
                     &free,
                     &state.v,

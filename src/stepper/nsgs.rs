@@ -3,7 +3,33 @@
 //! (20)), which keeps the local variables — each contact's impulse and
 //! velocity — instead of eliminating them into one LCP.
 //!
-//! It solves the same contact problem as Lemke, the LCP (29) of a
+//! Two local laws. In space, by default, Coulomb's circular cone
+//! (`FrictionCone::Circular`, as Siconos's fc3d NSGS): each contact's
+//! three unknowns r = (r_N, r_T₁, r_T₂) against its 3 × 3 Delassus block
+//! W_jj = J_j M⁻¹ J_jᵀ, precomputed with its inverse once per step and
+//! solved exactly by [`super::coulomb_cone`]. The contacts carry the 4-edge
+//! pyramid's directions (t₁, t₂, −t₁, −t₂), so the solution is reported in
+//! the layout of (29): β = (r_T₁⁺, r_T₂⁺, r_T₁⁻, r_T₂⁻), λ the slip speed
+//! ‖u_T‖ and ζ = μ r_N − ‖r_T‖. Convergence is Siconos's relative
+//! natural-map error (Acary & Brogliato 2008, ch. 13; De Saxcé & Feng
+//! 1991, Moreau 1998 ref. 5),
+//!
+//! ```text
+//!   ε = √(Σⱼ ‖rⱼ − Π_K(rⱼ − ρⱼ ûⱼ)‖²) / √(Σⱼ ‖rⱼ‖²),   ρⱼ = 1/(W_jj)_NN,
+//! ```
+//!
+//! with ûⱼ = uⱼ + μ‖u_Tⱼ‖e_N De Saxcé's modified velocity (ε = 0 exactly at a
+//! solution; with no impulse anywhere the numerator alone). It costs a
+//! sweep's products, so each sweep first measures the light error
+//! √(Σ‖Δrⱼ‖²)/√(Σ‖rⱼ‖²) of its own updates, and ε is computed when that
+//! falls below the tolerance, every 8 sweeps and at the sweep limit.
+//!
+//! In the plane the circular choice is the two-direction law itself, solved
+//! by the same local solver with a second tangent that carries nothing (the
+//! contacts' rows are n, t, −t; β = (r_T⁺, r_T⁻)).
+//!
+//! With `FrictionCone::Pyramid`, the local law is the pyramid's and NSGS
+//! solves the same contact problem as Lemke, the LCP (29) of a
 //! [`ContactProblem`] on the k-edge friction pyramid (the two-direction law in
 //! the plane), so that the two solvers can be compared on identical
 //! problems. One sweep visits the contacts in their fixed order; at contact
@@ -37,19 +63,49 @@
 //! solves, and warm-started steps mostly converge within a few sweeps.
 
 use super::assembly::Layout;
+use super::coulomb_cone;
 use super::solve::{ContactProblem, friction_starts};
-use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
-use crate::model::ContactId;
-use nalgebra::{DMatrix, DVector};
+use crate::lcp::{self, LcpStatus, LemkeOptions};
+use crate::model::{ContactId, ContactJacobian};
+use crate::params::CIRCULAR_CONE_DIRECTIONS;
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use rustc_hash::FxHashMap as HashMap;
 
-/// How NSGS stops: the residual tolerance and the sweep limit.
+/// How NSGS stops: the residual tolerance and the sweep limit, and its
+/// local law.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NsgsLimits {
-    /// Relative residual ρ at which the sweeps stop.
+    /// Relative residual at which the sweeps stop.
     pub tolerance: f64,
     /// Sweeps allowed before the solve ends with [`LcpStatus::SweepLimit`].
     pub max_sweeps: usize,
+    /// The circular cone in space (contacts with
+    /// [`CIRCULAR_CONE_DIRECTIONS`] directions); else the pyramid.
+    pub circular: bool,
+}
+
+/// The full residual is computed at least every this many sweeps.
+const FULL_RESIDUAL_EVERY: usize = 8;
+
+/// One contact's data for the sweeps on the circular cone.
+#[derive(Debug, Clone)]
+struct Cone {
+    /// The Delassus block W_jj in (n, t₁, t₂).
+    w: Matrix3<f64>,
+    /// Its inverse (the sticking impulse).
+    w_inverse: Matrix3<f64>,
+    /// The scheme's terms on the n, t₁, t₂ rows.
+    terms: Vector3<f64>,
+    /// The impulse (r_N, r_T₁, r_T₂).
+    r: Vector3<f64>,
+    mu: f64,
+}
+
+/// Buffers NSGS keeps across steps so that neither a sweep nor, once the
+/// contact count has been reached, a step allocates for the local data.
+#[derive(Debug, Clone, Default)]
+pub struct Workspace {
+    cones: Vec<Cone>,
 }
 
 /// What an NSGS solve gave, laid out as (29) over all the contacts.
@@ -74,6 +130,8 @@ struct Local {
     k: usize,
     /// The block of (29) for this contact alone, (k + 2)².
     block: DMatrix<f64>,
+    /// Its right-hand side, rewritten at each visit.
+    q: DVector<f64>,
     /// Diagonal Δ of JᵀWJ on its k + 1 rows (n first), for the residual.
     diagonal: Vec<f64>,
     /// The scheme's terms on its rows (n first, then the k friction rows).
@@ -84,9 +142,250 @@ struct Local {
 }
 
 /// Solves `problem` (whose W is the block-diagonal `w`) by NSGS, starting
-/// from `warm` (each contact's impulses by identity, n first), within
-/// `limits`.
+/// from `warm` (each contact's impulses by identity in the layout of (29),
+/// n first), within `limits`.
 pub fn solve(
+    problem: &ContactProblem<'_>,
+    w: &[f64],
+    warm: &HashMap<ContactId, Vec<f64>>,
+    limits: NsgsLimits,
+    workspace: &mut Workspace,
+) -> NsgsSolution {
+    let all = |k: usize| {
+        problem
+            .contacts
+            .iter()
+            .all(|c| c.jacobian.friction_count() == k)
+    };
+    // In the plane (the pair ±t) the circular cone's law is the
+    // two-direction law itself: the same exact local solver, with a
+    // decoupled second tangent that carries no impulse.
+    let planar = all(2);
+    if limits.circular && (planar || all(CIRCULAR_CONE_DIRECTIONS)) {
+        solve_cone(problem, w, warm, limits, workspace, planar)
+    } else {
+        solve_pyramid(problem, w, warm, limits)
+    }
+}
+
+/// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact; in the plane
+/// of rows 0..2 (n, t), with 1 for the absent second tangent.
+fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix3<f64> {
+    let rows = if planar { 2 } else { 3 };
+    let mut block = Matrix3::zeros();
+    if planar {
+        block[(2, 2)] = 1.0;
+    }
+    for a in 0..rows {
+        for b in a..rows {
+            let value = jac.coupling(a, jac, b, w);
+            block[(a, b)] = value;
+            block[(b, a)] = value;
+        }
+    }
+    block
+}
+
+/// (J_j v)_{n,t₁,t₂} plus the scheme's terms: the local velocity u (no
+/// second tangent in the plane).
+fn local_velocity(
+    jac: &ContactJacobian,
+    velocity: &DVector<f64>,
+    terms: &Vector3<f64>,
+    planar: bool,
+) -> Vector3<f64> {
+    let second = if planar { 0.0 } else { jac.dot(2, velocity) };
+    Vector3::new(jac.dot(0, velocity), jac.dot(1, velocity), second) + terms
+}
+
+/// NSGS on the circular cone (module documentation).
+fn solve_cone(
+    problem: &ContactProblem<'_>,
+    w: &[f64],
+    warm: &HashMap<ContactId, Vec<f64>>,
+    limits: NsgsLimits,
+    workspace: &mut Workspace,
+    planar: bool,
+) -> NsgsSolution {
+    let contacts = problem.contacts;
+    let layout = Layout::of(contacts);
+    let starts = friction_starts(contacts);
+    // Impulse rows: n, t₁, t₂ (n, t in the plane).
+    let rows = if planar { 2 } else { 3 };
+    let cones = &mut workspace.cones;
+    cones.clear();
+    let mut velocity = problem.free.clone();
+    for (j, c) in contacts.iter().enumerate() {
+        let jac = &c.jacobian;
+        let block = delassus(jac, w, planar);
+        // A 3 × 3 block of independent rows on a body with mass is positive
+        // definite; the tiny shift only guards a degenerate Jacobian.
+        let w_inverse = block.try_inverse().unwrap_or_else(|| {
+            let shift = 1e-12 * block.trace().abs().max(f64::MIN_POSITIVE);
+            (block + Matrix3::identity() * shift)
+                .try_inverse()
+                .unwrap_or_else(Matrix3::zeros)
+        });
+        let term = |i: usize| {
+            problem
+                .friction_terms
+                .get(starts[j] + i)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let mu = problem.mu[j];
+        // The warm start: (c_n, β₁…β₄) → r_T = (β₁ − β₃, β₂ − β₄), in the
+        // cone; in the plane (c_n, β₊, β₋) → r_T = β₊ − β₋.
+        let r = warm
+            .get(&c.id)
+            .filter(|p| p.len() == jac.friction_count() + 1 && p.iter().all(|x| x.is_finite()))
+            .map_or_else(Vector3::zeros, |p| {
+                let r = if planar {
+                    Vector3::new(p[0], p[1] - p[2], 0.0)
+                } else {
+                    Vector3::new(p[0], p[1] - p[3], p[2] - p[4])
+                };
+                coulomb_cone::project(&r, mu)
+            });
+        for (row, value) in r.iter().enumerate().take(rows) {
+            if *value != 0.0 {
+                jac.add_weighted_row(row, *value, w, &mut velocity);
+            }
+        }
+        cones.push(Cone {
+            w: block,
+            w_inverse,
+            terms: Vector3::new(
+                problem.normal_terms[j],
+                term(0),
+                if planar { 0.0 } else { term(1) },
+            ),
+            r,
+            mu,
+        });
+    }
+
+    let mut status = LcpStatus::SweepLimit;
+    let mut residual = f64::INFINITY;
+    let mut sweeps = 0;
+    while sweeps < limits.max_sweeps {
+        sweeps += 1;
+        let (mut change, mut size) = (0.0, 0.0);
+        // Symmetric Gauss–Seidel: the sweeps alternate direction, so that a
+        // load travels down a chain of contacts (a column of grains) in one
+        // sweep whichever way the contacts are numbered.
+        let forward = sweeps % 2 == 1;
+        for step in 0..contacts.len() {
+            let j = if forward {
+                step
+            } else {
+                contacts.len() - 1 - step
+            };
+            let (c, cone) = (contacts[j], &mut cones[j]);
+            let jac = &c.jacobian;
+            // q: the local velocity without this contact's own impulse.
+            let q = local_velocity(jac, &velocity, &cone.terms, planar) - cone.w * cone.r;
+            let r = coulomb_cone::solve(&cone.w, &cone.w_inverse, &q, cone.mu, &cone.r);
+            // A non-finite local solution (only from non-finite data) keeps
+            // the last impulse; the residual reports it.
+            if r.iter().all(|x| x.is_finite()) {
+                let delta = r - cone.r;
+                for (row, value) in delta.iter().enumerate().take(rows) {
+                    if *value != 0.0 {
+                        jac.add_weighted_row(row, *value, w, &mut velocity);
+                    }
+                }
+                change += delta.norm_squared();
+                cone.r = r;
+            }
+            size += cone.r.norm_squared();
+        }
+        let light = if size > 0.0 {
+            (change / size).sqrt()
+        } else {
+            change.sqrt()
+        };
+        if light <= limits.tolerance
+            || sweeps % FULL_RESIDUAL_EVERY == 0
+            || sweeps == limits.max_sweeps
+            || !light.is_finite()
+        {
+            residual = cone_residual(contacts, cones, &velocity, planar);
+            if residual <= limits.tolerance {
+                status = LcpStatus::Solved;
+                break;
+            }
+            if !residual.is_finite() {
+                break;
+            }
+        }
+    }
+    if !residual.is_finite() {
+        status = LcpStatus::NumericalFailure;
+    }
+
+    let mut z = DVector::zeros(layout.size());
+    let mut wv = DVector::zeros(layout.size());
+    for (j, (c, cone)) in contacts.iter().zip(cones.iter()).enumerate() {
+        let jac = &c.jacobian;
+        let u = local_velocity(jac, &velocity, &cone.terms, planar);
+        let slip = u.y.hypot(u.z);
+        let r = cone.r;
+        let spatial = [r.y.max(0.0), r.z.max(0.0), (-r.y).max(0.0), (-r.z).max(0.0)];
+        let in_plane = [r.y.max(0.0), (-r.y).max(0.0)];
+        let beta: &[f64] = if planar { &in_plane } else { &spatial };
+        z[layout.normal(j)] = r.x;
+        wv[layout.normal(j)] = u.x;
+        for (i, b) in beta.iter().enumerate() {
+            z[starts[j] + i] = *b;
+            let term = problem
+                .friction_terms
+                .get(starts[j] + i)
+                .copied()
+                .unwrap_or(0.0);
+            wv[starts[j] + i] = jac.dot(i + 1, &velocity) + term + slip;
+        }
+        z[layout.lambda(j)] = slip;
+        wv[layout.lambda(j)] = cone.mu * r.x - r.y.hypot(r.z);
+    }
+    NsgsSolution {
+        status,
+        residual,
+        sweeps,
+        z,
+        w: wv,
+        velocity_change: velocity - problem.free,
+    }
+}
+
+/// ε of the module documentation at the current impulses and velocity.
+fn cone_residual(
+    contacts: &[&crate::model::Contact],
+    cones: &[Cone],
+    velocity: &DVector<f64>,
+    planar: bool,
+) -> f64 {
+    let (mut error, mut size) = (0.0, 0.0);
+    for (c, cone) in contacts.iter().zip(cones) {
+        let u = local_velocity(&c.jacobian, velocity, &cone.terms, planar);
+        let rho = 1.0 / cone.w[(0, 0)].max(f64::MIN_POSITIVE);
+        error += coulomb_cone::natural_map(&cone.r, &u, cone.mu, rho).norm_squared();
+        size += cone.r.norm_squared();
+    }
+    let ratio = if size > 0.0 {
+        (error / size).sqrt()
+    } else {
+        error.sqrt()
+    };
+    if ratio.is_finite() {
+        ratio
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// NSGS on the pyramid: the (k + 2)-unknown blocks of (29) by Lemke.
+fn solve_pyramid(
     problem: &ContactProblem<'_>,
     w: &[f64],
     warm: &HashMap<ContactId, Vec<f64>>,
@@ -131,6 +430,7 @@ pub fn solve(
             Local {
                 k,
                 block,
+                q: DVector::zeros(k + 2),
                 diagonal,
                 terms,
                 z,
@@ -156,18 +456,12 @@ pub fn solve(
             let k = local.k;
             // v⁻ʲ: the velocity without this contact's own impulse.
             add_impulse(jac, &local.z, -1.0, w, &mut velocity);
-            let mut q = DVector::zeros(k + 2);
+            let q = &mut local.q;
             for i in 0..k {
                 q[i] = jac.dot(i + 1, &velocity) + local.terms[i + 1];
             }
             q[k] = jac.dot(0, &velocity) + local.terms[0];
-            let solution = lcp::solve(
-                &Lcp {
-                    m: local.block.clone(),
-                    q,
-                },
-                &local_options,
-            );
+            let solution = lcp::solve_dense(&local.block, q, &local_options);
             if let Ok(s) = solution
                 && s.status == LcpStatus::Solved
             {
@@ -215,13 +509,7 @@ pub fn solve(
 }
 
 /// out += α W Jᵀ z for one contact's impulses z (n first, then β).
-fn add_impulse(
-    jac: &crate::model::ContactJacobian,
-    z: &[f64],
-    alpha: f64,
-    w: &[f64],
-    out: &mut DVector<f64>,
-) {
+fn add_impulse(jac: &ContactJacobian, z: &[f64], alpha: f64, w: &[f64], out: &mut DVector<f64>) {
     for (r, &value) in z.iter().enumerate() {
         if value != 0.0 {
             jac.add_weighted_row(r, alpha * value, w, out);
@@ -231,7 +519,7 @@ fn add_impulse(
 
 /// A contact's w rows (σ first, then ρ) and ζ at `velocity`.
 fn local_w(
-    jac: &crate::model::ContactJacobian,
+    jac: &ContactJacobian,
     local: &Local,
     velocity: &DVector<f64>,
     mu: f64,

@@ -21,7 +21,7 @@ use super::settings::StepSettings;
 use super::warm::WarmStart;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
 use crate::model::{Contact, ContactId, MassInverse};
-use crate::params::{Params, SolverKind};
+use crate::params::{FrictionCone, Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -243,6 +243,9 @@ pub struct ContactSolver {
     /// NSGS sweeps since [`Self::begin_step`].
     #[serde(skip)]
     sweeps: usize,
+    /// NSGS's buffers, reused from step to step.
+    #[serde(skip)]
+    workspace: nsgs::Workspace,
 }
 
 impl ContactSolver {
@@ -252,6 +255,7 @@ impl ContactSolver {
         self.nsgs = (params.solver == SolverKind::Nsgs).then_some(NsgsLimits {
             tolerance: params.tolerance,
             max_sweeps: params.max_iterations,
+            circular: params.cone() == FrictionCone::Circular,
         });
         self.sweeps = 0;
     }
@@ -301,22 +305,19 @@ impl ContactSolver {
         w: &[f64],
         limits: NsgsLimits,
     ) -> ContactSolution {
-        let solved = nsgs::solve(problem, w, &self.impulses, limits);
+        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut self.workspace);
         self.sweeps += solved.sweeps;
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
-            self.impulses = problem
-                .contacts
-                .iter()
-                .enumerate()
-                .map(|(j, c)| {
+            self.impulses.clear();
+            self.impulses
+                .extend(problem.contacts.iter().enumerate().map(|(j, c)| {
                     let k = c.jacobian.friction_count();
                     let mut z = vec![solved.z[layout.normal(j)]];
                     z.extend((0..k).map(|i| solved.z[starts[j] + i]));
                     (c.id, z)
-                })
-                .collect();
+                }));
             // A later Lemke solve starts afresh.
             self.warm.clear();
         }

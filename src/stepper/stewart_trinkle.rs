@@ -93,7 +93,7 @@ impl StewartTrinkle {
         let margin = self.settings.contact_margin(model, &state.v, h);
 
         let clock = Instant::now();
-        let start_contacts = model.contacts(&state.q, params.edges, margin);
+        let start_contacts = model.contacts(&state.q, params.friction_edges(), margin);
         let start_gaps = StartGaps::new(&start_contacts);
         timings.geometry += clock.elapsed();
         let mut q_hat = model.integrate(&state.q, &state.v, h);
@@ -113,7 +113,7 @@ impl StewartTrinkle {
         let length = model.length_scale();
         for iteration in 0..asked.max(self.settings.gap_iterations) {
             let clock = Instant::now();
-            let found = model.contacts(&q_hat, params.edges, margin);
+            let found = model.contacts(&q_hat, params.friction_edges(), margin);
             // f(q̂): which contacts the prediction violates.
             let mut predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
             let at_prediction: BTreeSet<ContactId> = found.iter().map(|c| c.id).collect();
