@@ -83,6 +83,16 @@ fn v3(v: &nalgebra::Vector3<f64>) -> Vec3 {
     Vec3::new(v.x as f32, v.y as f32, v.z as f32)
 }
 
+/// At most this many contacts are drawn; above it the overlay draws every
+/// k-th contact (spread over the scene) and the panel says how many of how
+/// many. A granular scene has thousands, and their arrows hid the grains.
+pub const MAX_DRAWN_CONTACTS: usize = 400;
+
+/// The stride k of the contacts drawn among `count`.
+pub fn drawn_stride(count: usize) -> usize {
+    count.div_ceil(MAX_DRAWN_CONTACTS).max(1)
+}
+
 fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<OverlayOptions>) {
     let Some(system) = rigid(&sim) else {
         return;
@@ -101,7 +111,8 @@ fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<
     // A friction force equal to the heaviest weight is drawn 0.25 view long.
     let force_scale = 0.25 * view * options.arrow_scale / weight.max(1e-12) as f32;
     let mu = sim.params.mu as f32;
-    for contact in &report.contacts {
+    let stride = drawn_stride(report.contacts.len());
+    for contact in report.contacts.iter().step_by(stride) {
         let Some(frame) = &contact.frame else {
             continue;
         };

@@ -2,7 +2,7 @@
 //! status, help) and the keyboard shortcuts.
 
 use super::SceneSource;
-use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK};
+use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK, drawn_stride};
 use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
 use crate::lcp::LcpStatus;
@@ -234,7 +234,8 @@ fn panel_ui(
                     }
                     parameters(ui, &mut sim);
                     ui.separator();
-                    overlays(ui, &mut overlay);
+                    let contacts = sim.last.as_ref().map_or(0, |r| r.contacts.len());
+                    overlays(ui, &mut overlay, contacts);
                     let mut light = backdrop.light;
                     if ui
                         .checkbox(&mut light, "light background")
@@ -539,10 +540,17 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
         });
 }
 
-fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions) {
+fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions, contacts: usize) {
     egui::CollapsingHeader::new("Contacts")
         .default_open(true)
         .show(ui, |ui| {
+            let stride = drawn_stride(contacts);
+            if stride > 1 {
+                ui.label(format!(
+                    "drawn: every {stride}th contact, {} of {contacts}",
+                    contacts.div_ceil(stride)
+                ));
+            }
             ui.horizontal(|ui| {
                 ui.checkbox(&mut overlay.points, "points");
                 ui.checkbox(&mut overlay.normals, "normals");
