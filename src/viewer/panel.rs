@@ -7,7 +7,7 @@ use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
 use crate::lcp::LcpStatus;
 use crate::model::{LinearSystem, Model, State};
-use crate::params::{SolverKind, StepperKind};
+use crate::params::{FrictionCone, SolverKind, StepperKind};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, VLine};
@@ -522,7 +522,28 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
                 })
                 .response
                 .on_hover_text("lemke: exact pivoting; nsgs: Gauss–Seidel over contacts to a tolerance");
+            if params.solver == SolverKind::Lemke
+                && params.friction_cone == Some(FrictionCone::Circular)
+            {
+                // Lemke solves the pyramid's LCP (Params::validate).
+                params.friction_cone = None;
+            }
             if params.solver == SolverKind::Nsgs {
+                let mut cone = params.cone();
+                egui::ComboBox::from_label("friction cone")
+                    .selected_text(cone.name())
+                    .show_ui(ui, |ui| {
+                        for kind in FrictionCone::ALL {
+                            ui.selectable_value(&mut cone, kind, kind.name());
+                        }
+                    })
+                    .response
+                    .on_hover_text(
+                        "circular: Coulomb's cone, exact local solves; pyramid: the k-edge LCP Lemke solves (in the plane both are the two-direction law)",
+                    );
+                if cone != params.cone() {
+                    params.friction_cone = Some(cone);
+                }
                 ui.add(
                     egui::Slider::new(&mut params.tolerance, 1e-12..=1e-2)
                         .logarithmic(true)
