@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{Split, bench_step};
+use common::{Split, bench_step, growth_exponent};
 use contactlab::scene::generate;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -62,24 +62,6 @@ fn run(n: usize, seconds: f64) -> (Simulation, f64) {
     (sim, per_step)
 }
 
-/// Least-squares slope of ln t against ln N.
-fn growth_exponent(points: &[(usize, f64)]) -> Option<f64> {
-    let points: Vec<(f64, f64)> = points
-        .iter()
-        .filter(|&&(n, t)| n >= 22 && t > 0.0)
-        .map(|&(n, t)| ((n as f64).ln(), t.ln()))
-        .collect();
-    if points.len() < 2 {
-        return None;
-    }
-    let count = points.len() as f64;
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / count;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / count;
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
-}
-
 fn bench(c: &mut Criterion) {
     let seconds = seconds();
     eprintln!("piles from the drop, {seconds} s simulated, h = 0.005 s, k = 8, μ = 0.5");
@@ -94,7 +76,7 @@ fn bench(c: &mut Criterion) {
         points.push((n, per_step));
         settled.push((n, sim));
     }
-    match growth_exponent(&points) {
+    match growth_exponent(&points, 22) {
         Some(p) => eprintln!("growth exponent of time per step over N ≥ 22: {p:.2}"),
         None => eprintln!("growth exponent: needs two sizes ≥ 22"),
     }

@@ -2,6 +2,8 @@
 //! LCP (29) that Lemke solves — agreement with Lemke, the contact law at
 //! every contact, closed forms, determinism and the sweep limit's status.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
 use contactlab::params::{FrictionCone, Overrides, SolverKind, StepperKind};
@@ -156,18 +158,11 @@ fn a_sliding_ball_rolls_from_t_star_with_nsgs() {
 /// The incline scene with angle α and friction μ (a box flat on it, in the
 /// plane: the two-direction law), solved by NSGS.
 fn incline(alpha: f64, mu: f64) -> Scene {
-    let (s, c) = alpha.sin_cos();
-    let text = format!(
-        r#"Scene(name: "incline", params: (dt: 0.002, duration: 1.0, mu: {mu}, solver: nsgs, tolerance: 1e-10, max_iterations: 100000),
-        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
-            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.1, 0.1)), mass: 1.0,
-                      position: ({px}, {py}, 0.0), orientation: Angle({alpha}))],
-            surfaces: [(name: "incline", normal: ({nx}, {c}, 0.0))])))"#,
-        px = -0.1 * s,
-        py = 0.1 * c,
-        nx = -s,
-    );
-    scene::parse(&text, Path::new("incline.ron")).unwrap_or_else(|e| panic!("{e}"))
+    common::incline(
+        alpha,
+        mu,
+        "solver: nsgs, tolerance: 1e-10, max_iterations: 100000",
+    )
 }
 
 #[test]

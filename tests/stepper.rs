@@ -1,6 +1,8 @@
 //! The Stewart–Trinkle stepper against the paper's numbers (§4), closed forms
 //! and the dissipation inequality (24).
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::model::{Model, Other};
 use contactlab::scene::{self, Scene};
@@ -178,18 +180,7 @@ fn sliding_ball_rolls_from_t_star_at_five_sevenths_speed() {
 
 /// The incline scene with angle α and friction μ (the box sits flat on it).
 fn incline(alpha: f64, mu: f64) -> Scene {
-    let (s, c) = alpha.sin_cos();
-    let text = format!(
-        r#"Scene(name: "incline", params: (dt: 0.002, duration: 1.0, mu: {mu}),
-        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
-            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.1, 0.1)), mass: 1.0,
-                      position: ({px}, {py}, 0.0), orientation: Angle({alpha}))],
-            surfaces: [(name: "incline", normal: ({nx}, {c}, 0.0))])))"#,
-        px = -0.1 * s,
-        py = 0.1 * c,
-        nx = -s,
-    );
-    scene::parse(&text, Path::new("incline.ron")).unwrap_or_else(|e| panic!("{e}"))
+    common::incline(alpha, mu, "")
 }
 
 #[test]

@@ -64,3 +64,23 @@ pub fn bench_step(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Si
         )
     });
 }
+
+/// Least-squares slope of ln t against ln N over the points (N, t) with
+/// N ≥ `smallest`; `None` with fewer than two. (Not every benchmark fits one.)
+#[allow(dead_code)]
+pub fn growth_exponent(points: &[(usize, f64)], smallest: usize) -> Option<f64> {
+    let points: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|&&(n, t)| n >= smallest && t > 0.0)
+        .map(|&(n, t)| ((n as f64).ln(), t.ln()))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    let count = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / count;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / count;
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}

@@ -71,3 +71,22 @@ pub fn project_dir() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
+
+/// A box (0.2 × 0.1 half extents, 1 kg) flat on a planar incline of angle α
+/// with friction μ, h = 2 ms for 1 s; `extra` adds parameters (e.g.
+/// `"solver: nsgs, "`).
+pub fn incline(alpha: f64, mu: f64, extra: &str) -> contactlab::scene::Scene {
+    let (s, c) = alpha.sin_cos();
+    let text = format!(
+        r#"Scene(name: "incline", params: (dt: 0.002, duration: 1.0, mu: {mu}, {extra}),
+        system: Rigid((dimension: Planar, gravity: (0.0, -9.81, 0.0),
+            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.1, 0.1)), mass: 1.0,
+                      position: ({px}, {py}, 0.0), orientation: Angle({alpha}))],
+            surfaces: [(name: "incline", normal: ({nx}, {c}, 0.0))])))"#,
+        px = -0.1 * s,
+        py = 0.1 * c,
+        nx = -s,
+    );
+    contactlab::scene::parse(&text, std::path::Path::new("incline.ron"))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
