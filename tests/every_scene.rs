@@ -5,6 +5,8 @@
 //! in [`expected_failure`], which must stop with a message that names the
 //! step, the stepper and the cause.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::params::StepperKind;
 use contactlab::scene;
@@ -40,13 +42,7 @@ fn skipped(scene: &str, stepper: StepperKind) -> bool {
 
 #[test]
 fn every_shipped_scene_runs_under_every_stepper_it_accepts() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("scenes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
-        .collect();
-    paths.sort();
+    let paths = common::shipped_scenes();
     let (mut runs, mut refused) = (0, 0);
     for path in &paths {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

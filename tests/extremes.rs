@@ -6,6 +6,8 @@
 //! state where it was. Only explicit springs and dampers of 1e9 may stop a
 //! run, and no more runs per stepper than measured.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::params::StepperKind;
 use contactlab::scene;
@@ -15,12 +17,7 @@ const STEPS: usize = 12;
 
 #[test]
 fn slider_extremes_are_reported_never_panicked_on() {
-    let mut paths: Vec<_> = std::fs::read_dir("scenes")
-        .expect("scenes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
-        .collect();
-    paths.sort();
+    let mut paths = common::shipped_scenes();
     // The piles, the tower and the wall (12 to 100 bodies) cost minutes per
     // configuration in a debug build (k = 64, and the dense Anitescu–Potra
     // step); their LCPs are the same kind as box_stack's, which is covered.

@@ -5,6 +5,8 @@
 //! must follow the new LCP layout: every step is solved or reports why, never
 //! panics, and a failed step leaves the state where it was.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::params::StepperKind;
 use contactlab::scene;
@@ -17,13 +19,7 @@ const STEPS: usize = 3;
 const CHANGES: usize = 8;
 
 fn scenes() -> Vec<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("scenes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
-        .collect();
-    paths.sort();
+    let mut paths = common::shipped_scenes();
     // The 40- and 100-body scenes add nothing to what the pile covers here
     // and cost minutes with the dense Anitescu–Potra step in a debug build;
     // nor do the granular scenes (1,000–2,000 grains), which

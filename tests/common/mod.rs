@@ -90,3 +90,16 @@ pub fn incline(alpha: f64, mu: f64, extra: &str) -> contactlab::scene::Scene {
     contactlab::scene::parse(&text, std::path::Path::new("incline.ron"))
         .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// The shipped scene files (`scenes/*.ron`, not `scenes/experimental/`),
+/// sorted.
+pub fn shipped_scenes() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("scenes/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    paths.sort();
+    paths
+}
