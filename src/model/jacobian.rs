@@ -132,6 +132,50 @@ impl ContactJacobian {
         self.dot(0, v)
     }
 
+    /// (row₀·v, …, row_{R−1}·v) in one pass over the blocks: NSGS's local
+    /// velocity (n, t₁, t₂) at every visit of a contact.
+    pub fn dots<const R: usize>(&self, v: &DVector<f64>) -> [f64; R] {
+        let v = v.as_slice();
+        let mut sums = [0.0; R];
+        let mut offset = 0;
+        for b in self.blocks() {
+            let part = &v[b.range()];
+            for (r, sum) in sums.iter_mut().enumerate() {
+                let row = &self.rows[r * self.width + offset..r * self.width + offset + b.len];
+                *sum += block_dot(row, part);
+            }
+            offset += b.len;
+        }
+        sums
+    }
+
+    /// out += Σᵣ αᵣ·diag(`diagonal`)·rowᵣ over rows 0..R in one pass: NSGS's
+    /// velocity update W Jᵀ Δr.
+    pub fn add_weighted_rows<const R: usize>(
+        &self,
+        alphas: &[f64; R],
+        diagonal: &[f64],
+        out: &mut DVector<f64>,
+    ) {
+        let out = out.as_mut_slice();
+        let mut offset = 0;
+        for b in self.blocks() {
+            let range = b.range();
+            for ((o, d), i) in out[range.clone()]
+                .iter_mut()
+                .zip(&diagonal[range])
+                .zip(offset..offset + b.len)
+            {
+                let mut sum = 0.0;
+                for (r, alpha) in alphas.iter().enumerate() {
+                    sum += alpha * self.rows[r * self.width + i];
+                }
+                *o += d * sum;
+            }
+            offset += b.len;
+        }
+    }
+
     /// out += α·rowᵣ.
     pub fn add_row(&self, r: usize, alpha: f64, out: &mut DVector<f64>) {
         let row = self.row(r);
@@ -207,4 +251,17 @@ impl ContactJacobian {
         }
         sum
     }
+}
+
+/// a·b for two slices of one length; the body blocks' lengths (6 in space,
+/// 3 in the plane) as fixed-size arrays, which the compiler unrolls.
+fn block_dot(a: &[f64], b: &[f64]) -> f64 {
+    fn fixed<const N: usize>(a: &[f64], b: &[f64]) -> Option<f64> {
+        let a: &[f64; N] = a.try_into().ok()?;
+        let b: &[f64; N] = b.try_into().ok()?;
+        Some(a.iter().zip(b).map(|(x, y)| x * y).sum())
+    }
+    fixed::<6>(a, b)
+        .or_else(|| fixed::<3>(a, b))
+        .unwrap_or_else(|| a.iter().zip(b).map(|(x, y)| x * y).sum())
 }

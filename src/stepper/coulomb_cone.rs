@@ -35,7 +35,9 @@ const GRID: usize = 72;
 
 /// The projection of x onto K_μ = {‖x_T‖ ≤ μ x_N} (x = (x_N, x_T₁, x_T₂)).
 pub fn project(x: &Vector3<f64>, mu: f64) -> Vector3<f64> {
-    let t = x.y.hypot(x.z);
+    // √(y² + z²) rather than `hypot`, which was a tenth of the silo's step;
+    // impulses and velocities are far from where the squares overflow.
+    let t = (x.y * x.y + x.z * x.z).sqrt();
     if t <= mu * x.x {
         return *x;
     }
@@ -51,7 +53,7 @@ pub fn project(x: &Vector3<f64>, mu: f64) -> Vector3<f64> {
 /// modified velocity and ρ > 0 a velocity-to-impulse scale. Zero exactly
 /// when (r, u) satisfies Coulomb's law.
 pub fn natural_map(r: &Vector3<f64>, u: &Vector3<f64>, mu: f64, rho: f64) -> Vector3<f64> {
-    let modified = Vector3::new(u.x + mu * u.y.hypot(u.z), u.y, u.z);
+    let modified = Vector3::new(u.x + mu * (u.y * u.y + u.z * u.z).sqrt(), u.y, u.z);
     r - project(&(r - modified * rho), mu)
 }
 
@@ -69,12 +71,22 @@ pub fn solve(
         return Vector3::zeros();
     }
     let stick = -(w_inverse * q);
-    if stick.x > 0.0 && stick.y.hypot(stick.z) <= mu * stick.x {
+    if stick.x > 0.0 && (stick.y * stick.y + stick.z * stick.z).sqrt() <= mu * stick.x {
         return stick;
     }
     let normal_only = Vector3::new(-q.x / w[(0, 0)], 0.0, 0.0);
     if mu == 0.0 {
         return normal_only;
+    }
+    if decoupled_and_isotropic(w) {
+        // W = diag(a, b, b), a sphere's contact (its point on the line of
+        // centres): r_N = −q_N/a, and u_T = b r_T + q_T is parallel to r_T
+        // only along q_T, so the slip is along q_T and r_T = −μ r_N q_T/|q_T|.
+        // Not sticking means |q_T| > μ b r_N > 0: the slip speed
+        // |q_T| − μ b r_N is positive. No Newton iterations.
+        let r_n = normal_only.x;
+        let slip = (q.y * q.y + q.z * q.z).sqrt();
+        return Vector3::new(r_n, -mu * r_n * q.y / slip, -mu * r_n * q.z / slip);
     }
     let slide = Sliding { w, q, mu };
     // Starts: the previous friction's slip direction (−r_T), then the slip
@@ -96,6 +108,23 @@ pub fn solve(
 }
 
 /// The sliding case's equation in the slip angle φ.
+/// W = diag(a, b, b) to within 1e-12 of its diagonal: no coupling between
+/// the normal and the tangents, the same compliance along both tangents.
+fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
+    let scale = 1e-12 * w[(0, 0)].max(w[(1, 1)]);
+    [
+        w[(0, 1)],
+        w[(0, 2)],
+        w[(1, 2)],
+        w[(1, 0)],
+        w[(2, 0)],
+        w[(2, 1)],
+    ]
+    .iter()
+    .all(|x| x.abs() <= scale)
+        && (w[(1, 1)] - w[(2, 2)]).abs() <= scale
+}
+
 struct Sliding<'a> {
     w: &'a Matrix3<f64>,
     q: &'a Vector3<f64>,
@@ -237,6 +266,26 @@ mod tests {
         // Sliding: the friction μ r_N against q_T.
         let r = check(&w, &Vector3::new(-1.0, 3.0, 4.0), 0.5);
         assert!((r - Vector3::new(1.0, -0.3, -0.4)).norm() < 1e-14, "{r}");
+    }
+
+    /// The closed form for W = diag(a, b, b) against Newton's method on the
+    /// slip angle (the same W with a coupling of 1e-9, below which the
+    /// closed form is not taken): the same impulse in every direction.
+    #[test]
+    fn a_sphere_slides_along_its_free_slip_as_newton_finds() {
+        let w = Matrix3::from_diagonal(&Vector3::new(2.0, 7.0, 7.0));
+        let mut coupled = w;
+        coupled[(1, 2)] = 1e-9;
+        coupled[(2, 1)] = 1e-9;
+        assert!(decoupled_and_isotropic(&w) && !decoupled_and_isotropic(&coupled));
+        for i in 0..24 {
+            let phi = i as f64 * std::f64::consts::TAU / 24.0;
+            let q = Vector3::new(-1.0, 3.0 * phi.cos(), 3.0 * phi.sin());
+            let closed = check(&w, &q, 0.4);
+            let newton = check(&coupled, &q, 0.4);
+            assert!((closed - newton).norm() < 1e-8, "{closed} vs {newton}");
+            assert!((closed.y.hypot(closed.z) - 0.4 * closed.x).abs() < 1e-15);
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@
 
 use super::assembly::Layout;
 use super::coulomb_cone;
-use super::solve::{ContactProblem, friction_starts};
+use super::solve::{Activation, ContactProblem, friction_starts};
 use crate::lcp::{self, LcpStatus, LemkeOptions};
 use crate::model::{ContactId, ContactJacobian};
 use crate::params::CIRCULAR_CONE_DIRECTIONS;
@@ -86,6 +86,50 @@ pub struct NsgsLimits {
 
 /// The full residual is computed at least every this many sweeps.
 const FULL_RESIDUAL_EVERY: usize = 8;
+
+/// The contacts taking part ([`Activation`]).
+struct Participation<'a> {
+    active: Vec<bool>,
+    rule: Option<Activation<'a>>,
+}
+
+impl<'a> Participation<'a> {
+    fn of(problem: &ContactProblem<'a>) -> Self {
+        let n = problem.contacts.len();
+        match problem.activation {
+            Some(rule) => Self {
+                active: rule.initially.to_vec(),
+                rule: Some(rule),
+            },
+            None => Self {
+                active: vec![true; n],
+                rule: None,
+            },
+        }
+    }
+
+    /// At a residual check: activates every contact the velocity `u` would
+    /// close (module documentation of [`Activation`]); true if any joined.
+    fn grow(&mut self, contacts: &[&crate::model::Contact], u: &DVector<f64>) -> bool {
+        let Some(rule) = self.rule else {
+            return false;
+        };
+        let mut grew = false;
+        for (j, c) in contacts.iter().enumerate() {
+            if !self.active[j]
+                && rule.gaps[j] + rule.lead * c.jacobian.normal_dot(u) < -rule.tolerance
+            {
+                self.active[j] = true;
+                grew = true;
+            }
+        }
+        grew
+    }
+
+    fn result(self) -> Option<Vec<bool>> {
+        self.rule.map(|_| self.active)
+    }
+}
 
 /// One contact's data for the sweeps on the circular cone.
 #[derive(Debug, Clone)]
@@ -122,6 +166,8 @@ pub struct NsgsSolution {
     pub w: DVector<f64>,
     /// W J z.
     pub velocity_change: DVector<f64>,
+    /// Which contacts took part, under [`ContactProblem::activation`].
+    pub active: Option<Vec<bool>>,
 }
 
 /// One contact's data for the sweeps.
@@ -194,8 +240,13 @@ fn local_velocity(
     terms: &Vector3<f64>,
     planar: bool,
 ) -> Vector3<f64> {
-    let second = if planar { 0.0 } else { jac.dot(2, velocity) };
-    Vector3::new(jac.dot(0, velocity), jac.dot(1, velocity), second) + terms
+    let [n, t1, t2] = if planar {
+        let [n, t] = jac.dots::<2>(velocity);
+        [n, t, 0.0]
+    } else {
+        jac.dots::<3>(velocity)
+    };
+    Vector3::new(n, t1, t2) + terms
 }
 
 /// NSGS on the circular cone (module documentation).
@@ -214,6 +265,7 @@ fn solve_cone(
     let rows = if planar { 2 } else { 3 };
     let cones = &mut workspace.cones;
     cones.clear();
+    let mut part = Participation::of(problem);
     let mut velocity = problem.free.clone();
     for (j, c) in contacts.iter().enumerate() {
         let jac = &c.jacobian;
@@ -238,7 +290,11 @@ fn solve_cone(
         // cone; in the plane (c_n, β₊, β₋) → r_T = β₊ − β₋.
         let r = warm
             .get(&c.id)
-            .filter(|p| p.len() == jac.friction_count() + 1 && p.iter().all(|x| x.is_finite()))
+            .filter(|p| {
+                part.active[j]
+                    && p.len() == jac.friction_count() + 1
+                    && p.iter().all(|x| x.is_finite())
+            })
             .map_or_else(Vector3::zeros, |p| {
                 let r = if planar {
                     Vector3::new(p[0], p[1] - p[2], 0.0)
@@ -281,6 +337,9 @@ fn solve_cone(
             } else {
                 contacts.len() - 1 - step
             };
+            if !part.active[j] {
+                continue;
+            }
             let (c, cone) = (contacts[j], &mut cones[j]);
             let jac = &c.jacobian;
             // q: the local velocity without this contact's own impulse.
@@ -290,10 +349,10 @@ fn solve_cone(
             // the last impulse; the residual reports it.
             if r.iter().all(|x| x.is_finite()) {
                 let delta = r - cone.r;
-                for (row, value) in delta.iter().enumerate().take(rows) {
-                    if *value != 0.0 {
-                        jac.add_weighted_row(row, *value, w, &mut velocity);
-                    }
+                if planar {
+                    jac.add_weighted_rows(&[delta.x, delta.y], w, &mut velocity);
+                } else {
+                    jac.add_weighted_rows(&[delta.x, delta.y, delta.z], w, &mut velocity);
                 }
                 change += delta.norm_squared();
                 cone.r = r;
@@ -310,8 +369,12 @@ fn solve_cone(
             || sweeps == limits.max_sweeps
             || !light.is_finite()
         {
-            residual = cone_residual(contacts, cones, &velocity, planar);
-            if residual <= limits.tolerance {
+            residual = cone_residual(contacts, cones, &part.active, &velocity, planar);
+            // Contacts join at every check, not only once the residual is
+            // met: a grain's load then travels through its new contacts in
+            // the same sweeps (the silo: 298 sweeps a step instead of 715).
+            let grew = part.grow(contacts, &velocity);
+            if residual <= limits.tolerance && !grew {
                 status = LcpStatus::Solved;
                 break;
             }
@@ -355,18 +418,26 @@ fn solve_cone(
         z,
         w: wv,
         velocity_change: velocity - problem.free,
+        active: part.result(),
     }
 }
 
-/// ε of the module documentation at the current impulses and velocity.
+/// ε of the module documentation at the current impulses and velocity,
+/// over the contacts taking part.
 fn cone_residual(
     contacts: &[&crate::model::Contact],
     cones: &[Cone],
+    active: &[bool],
     velocity: &DVector<f64>,
     planar: bool,
 ) -> f64 {
     let (mut error, mut size) = (0.0, 0.0);
-    for (c, cone) in contacts.iter().zip(cones) {
+    for ((c, cone), _) in contacts
+        .iter()
+        .zip(cones)
+        .zip(active)
+        .filter(|(_, on)| **on)
+    {
         let u = local_velocity(&c.jacobian, velocity, &cone.terms, planar);
         let rho = 1.0 / cone.w[(0, 0)].max(f64::MIN_POSITIVE);
         error += coulomb_cone::natural_map(&cone.r, &u, cone.mu, rho).norm_squared();
@@ -394,6 +465,7 @@ fn solve_pyramid(
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
     let starts = friction_starts(contacts);
+    let mut part = Participation::of(problem);
     let mut locals: Vec<Local> = contacts
         .iter()
         .enumerate()
@@ -424,7 +496,11 @@ fn solve_pyramid(
             }));
             let z = warm
                 .get(&c.id)
-                .filter(|p| p.len() == k + 1 && p.iter().all(|x| x.is_finite() && *x >= 0.0))
+                .filter(|p| {
+                    part.active[j]
+                        && p.len() == k + 1
+                        && p.iter().all(|x| x.is_finite() && *x >= 0.0)
+                })
                 .cloned()
                 .unwrap_or_else(|| vec![0.0; k + 1]);
             Local {
@@ -451,7 +527,12 @@ fn solve_pyramid(
     let local_options = LemkeOptions::default();
     while sweeps < limits.max_sweeps {
         sweeps += 1;
-        for (c, local) in contacts.iter().zip(locals.iter_mut()) {
+        for ((c, local), _) in contacts
+            .iter()
+            .zip(locals.iter_mut())
+            .zip(&part.active)
+            .filter(|(_, on)| **on)
+        {
             let jac = &c.jacobian;
             let k = local.k;
             // v⁻ʲ: the velocity without this contact's own impulse.
@@ -475,8 +556,9 @@ fn solve_pyramid(
             // impulse; the residual reports it.
             add_impulse(jac, &local.z, 1.0, w, &mut velocity);
         }
-        residual = natural_residual(problem, &locals, &velocity);
-        if residual <= limits.tolerance {
+        residual = natural_residual(problem, &locals, &part.active, &velocity);
+        let grew = part.grow(contacts, &velocity);
+        if residual <= limits.tolerance && !grew {
             status = LcpStatus::Solved;
             break;
         }
@@ -505,6 +587,7 @@ fn solve_pyramid(
         z,
         w: wv,
         velocity_change: velocity - problem.free,
+        active: part.result(),
     }
 }
 
@@ -538,11 +621,15 @@ fn local_w(
 fn natural_residual(
     problem: &ContactProblem<'_>,
     locals: &[Local],
+    active: &[bool],
     velocity: &DVector<f64>,
 ) -> f64 {
     let mut worst: f64 = 0.0;
     let mut size: f64 = 0.0;
     for (j, (c, local)) in problem.contacts.iter().zip(locals).enumerate() {
+        if !active[j] {
+            continue;
+        }
         let (rows, zeta) = local_w(&c.jacobian, local, velocity, problem.mu[j]);
         for (r, (&z, &wr)) in local.z.iter().zip(&rows).enumerate() {
             let d = local.diagonal[r].max(f64::MIN_POSITIVE);

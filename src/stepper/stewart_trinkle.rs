@@ -313,6 +313,7 @@ impl StewartTrinkle {
             friction_terms: &[],
             relaxed_normal_terms: Some(&clamped),
             mu: &mu,
+            activation: None,
         };
         let solution = self.solver.solve(&problem, 29, true, &self.settings);
         timings.lemke += clock.elapsed();
