@@ -255,7 +255,7 @@ impl ContactJacobian {
 
 /// a·b for two slices of one length; the body blocks' lengths (6 in space,
 /// 3 in the plane) as fixed-size arrays, which the compiler unrolls.
-fn block_dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn block_dot(a: &[f64], b: &[f64]) -> f64 {
     fn fixed<const N: usize>(a: &[f64], b: &[f64]) -> Option<f64> {
         let a: &[f64; N] = a.try_into().ok()?;
         let b: &[f64; N] = b.try_into().ok()?;
