@@ -396,6 +396,70 @@ fn an_abandoned_writer_leaves_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The last frame of a GIF, composed (RGBA).
+fn last_gif_frame(path: &Path) -> Vec<u8> {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let file = std::fs::File::open(path).expect("gif");
+    let mut decoder = options.read_info(file).expect("gif header");
+    let width = decoder.width() as usize;
+    let mut canvas = vec![0u8; width * decoder.height() as usize * 4];
+    while let Some(frame) = decoder.read_next_frame().expect("gif frame") {
+        for y in 0..frame.height as usize {
+            for x in 0..frame.width as usize {
+                let from = (y * frame.width as usize + x) * 4;
+                if frame.buffer[from + 3] == 0 {
+                    continue;
+                }
+                let to = ((y + frame.top as usize) * width + x + frame.left as usize) * 4;
+                canvas[to..to + 4].copy_from_slice(&frame.buffer[from..from + 4]);
+            }
+        }
+    }
+    canvas
+}
+
+/// A colour the first frame does not show (a silo's grains, hidden in it at
+/// the start) keeps its colour in a GIF when it is among the palette hints;
+/// without the hint the greys of the first frame's palette take it.
+#[test]
+fn a_hinted_colour_absent_from_the_first_gif_frame_keeps_its_colour() {
+    use contactlab::record::{VideoSpec, VideoWriter};
+    let dir = temp_dir("hints");
+    let orange = [217u8, 140, 64];
+    let (w, h) = (64usize, 48usize);
+    let grey: Vec<u8> = (0..w * h)
+        .flat_map(|i| {
+            let v = (40 + (i % w) * 3) as u8;
+            [v, v, v.saturating_add(8), 255]
+        })
+        .collect();
+    let mut later = grey.clone();
+    for p in later.chunks_exact_mut(4).take(w * h / 2) {
+        p[..3].copy_from_slice(&orange);
+    }
+    let error = |hints: Vec<[u8; 3]>, name: &str| {
+        let path = dir.join(name);
+        let spec = VideoSpec::new(path.clone(), w as u32, h as u32, 25)
+            .expect("spec")
+            .with_palette_hints(hints);
+        let mut writer = VideoWriter::create(&spec).expect("writer");
+        writer.push(&grey).expect("first frame");
+        writer.push(&later).expect("second frame");
+        writer.finish().expect("finish");
+        let last = last_gif_frame(&path);
+        (0..3)
+            .map(|c| (last[c] as i32 - orange[c] as i32).abs())
+            .max()
+            .unwrap_or(255)
+    };
+    let hinted = error(vec![orange], "hinted.gif");
+    let plain = error(Vec::new(), "plain.gif");
+    assert!(hinted <= 12, "hinted orange off by {hinted}");
+    assert!(plain > 40, "without the hint orange is off by only {plain}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs `contactlab record …` and returns its peak resident memory, kB,
 /// polled from /proc while it runs.
 #[cfg(target_os = "linux")]

@@ -40,6 +40,10 @@ pub struct ViewArgs {
     /// Start from this snapshot (saved with the panel's "Save state").
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// Open the scene paused (Space runs it). With `--screenshot`, the frame
+    /// time it prints is then the drawing's alone.
+    #[arg(long)]
+    pub paused: bool,
     /// For screenshots: after a third of `--frames`, press the pointer on
     /// this body in "perturb" mode (it is selected and grabbed at its centre)…
     #[arg(long, hide = true)]

@@ -1,6 +1,7 @@
 //! Animated GIF, looping forever. One global palette of 255 colours, made by
-//! NeuQuant from the first frame (the scenes' colours do not change); index 255
-//! is transparent. After the first frame only the rectangle that changed is
+//! NeuQuant from the first frame (the scenes' colours do not change) and from
+//! shades of the spec's palette hints (the bodies' and the overlay's colours),
+//! so that what the first frame does not show keeps its colours; index 255 is transparent. After the first frame only the rectangle that changed is
 //! stored, with unchanged pixels transparent, which keeps the files small.
 //! Delays are in 1/100 s, rounded so that the total stays exact.
 
@@ -13,6 +14,35 @@ use std::io::{BufWriter, Seek, Write};
 
 const TRANSPARENT: u8 = 255;
 
+/// Hinted colours whose shades are added to the palette's training pixels.
+const MAX_HINTS: usize = 16;
+
+/// Shades of the hinted colours (sRGB) as the lit material draws them, from
+/// the shadowed side to a highlight, as RGBA training pixels for NeuQuant:
+/// together a quarter as many as the frame's `pixels`, so that NeuQuant
+/// gives them palette entries. Empty without hints.
+fn shades(hints: &[[u8; 3]], pixels: usize) -> Vec<u8> {
+    const FACTORS: [f32; 8] = [0.3, 0.45, 0.6, 0.75, 0.9, 1.0, 1.15, 1.3];
+    let hints = &hints[..hints.len().min(MAX_HINTS)];
+    let ramp: Vec<[u8; 4]> = hints
+        .iter()
+        .flat_map(|c| {
+            FACTORS.iter().map(move |f| {
+                let [r, g, b] = c.map(|x| (x as f32 * f).round().clamp(0.0, 255.0) as u8);
+                [r, g, b, 255]
+            })
+        })
+        .collect();
+    if ramp.is_empty() {
+        return Vec::new();
+    }
+    let repeats = (pixels / 4 / ramp.len()).max(1);
+    ramp.iter()
+        .flat_map(|p| std::iter::repeat_n(*p, repeats))
+        .flatten()
+        .collect()
+}
+
 pub(super) struct GifOut {
     /// Created with the first frame, which decides the global palette.
     encoder: Option<Encoder<BufWriter<File>>>,
@@ -20,6 +50,7 @@ pub(super) struct GifOut {
     width: usize,
     height: usize,
     fps: u32,
+    hints: Vec<[u8; 3]>,
     quant: Option<NeuQuant>,
     cache: HashMap<[u8; 3], u8>,
     previous: Vec<u8>,
@@ -34,6 +65,7 @@ impl GifOut {
             width: spec.width as usize,
             height: spec.height as usize,
             fps: spec.fps,
+            hints: spec.palette_hints.clone(),
             quant: None,
             cache: HashMap::new(),
             previous: Vec::new(),
@@ -70,6 +102,7 @@ impl GifOut {
             for p in opaque.chunks_exact_mut(4) {
                 p[3] = 255;
             }
+            opaque.extend(shades(&self.hints, opaque.len() / 4));
             let quant = NeuQuant::new(10, 255, &opaque);
             let mut palette = quant.color_map_rgb();
             palette.resize(256 * 3, 0);

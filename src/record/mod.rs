@@ -113,6 +113,11 @@ pub struct VideoSpec {
     pub height: u32,
     /// Frames per second of the output.
     pub fps: u32,
+    /// Colours (sRGB) the GIF palette must hold shades of even when the
+    /// first frame does not show them: the bodies' and the contact
+    /// overlay's (a silo's grains are hidden in it at the start, contacts
+    /// come later). Other formats ignore them.
+    pub palette_hints: Vec<[u8; 3]>,
 }
 
 impl VideoSpec {
@@ -125,9 +130,21 @@ impl VideoSpec {
             width,
             height,
             fps,
+            palette_hints: Vec::new(),
         };
         spec.check()?;
         Ok(spec)
+    }
+
+    /// The spec with these palette hints (see [`VideoSpec::palette_hints`]).
+    pub fn with_palette_hints(mut self, colors: impl IntoIterator<Item = [u8; 3]>) -> Self {
+        self.palette_hints = Vec::new();
+        for c in colors {
+            if !self.palette_hints.contains(&c) {
+                self.palette_hints.push(c);
+            }
+        }
+        self
     }
 
     /// Checks frame rate and size against the format.

@@ -3,7 +3,8 @@
 //! - [`sim`]: the headless part ([`SimPlugin`]): the simulation as a resource,
 //!   one step per fixed tick, time settings, body entities and their
 //!   interpolated transforms. It runs under `MinimalPlugins` in the tests.
-//! - [`visuals`]: meshes, materials, lights and the surface grids.
+//! - [`visuals`]: surfaces, lights, background and the surface grids;
+//!   [`body_meshes`]: the bodies' shared meshes and materials.
 //! - [`material`]: [`material::LabMaterial`], the one (cheap) surface shader.
 //! - [`drawing`]: a scene's `drawing` section (the woodpecker's pole, sleeve
 //!   and bird), posed from the generalized coordinates.
@@ -14,19 +15,24 @@
 //!   perturbation drag, the throw tool; [`inspector`]: the panel's "Hands"
 //!   and inspector sections; [`timeline`]: the history scrubber, snapshots
 //!   and "save scene as".
-//! - [`panel`]: the egui side panel, plots and keyboard shortcuts.
+//! - [`panel`]: the egui side panel and keyboard shortcuts; [`plots`]: its
+//!   plots.
 //! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
+//! - [`frame_rate`]: the wall-clock frame rate, shown in the panel.
 //! - [`record`]: deterministic video capture (Record button, `contactlab record`).
 
+pub mod body_meshes;
 pub mod camera;
 pub mod drawing;
 pub mod follow;
+pub mod frame_rate;
 pub mod hands;
 pub mod inspector;
 pub mod material;
 pub mod overlay;
 pub mod panel;
+pub mod plots;
 pub mod record;
 pub mod reload;
 pub mod screenshot;
@@ -135,6 +141,7 @@ impl Plugin for ViewerPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins(EguiPlugin::default()).add_plugins((
             material::LabMaterialPlugin,
+            frame_rate::FrameRatePlugin,
             visuals::VisualsPlugin,
             overlay::OverlayPlugin,
             camera::CameraPlugin,
@@ -176,6 +183,9 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     .add_plugins(SimPlugin::new(simulation))
     .add_plugins(ViewerPlugin)
     .add_plugins(record::RecordPlugin);
+    if args.paused {
+        app.world_mut().resource_mut::<SimControl>().paused = true;
+    }
     let failure = screenshot::Failure::default();
     if let Some(target) = args.screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin {

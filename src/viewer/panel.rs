@@ -1,7 +1,8 @@
-//! The egui side panel (parameters, playback, scene picker, overlays, plots,
-//! status, help) and the keyboard shortcuts.
+//! The egui side panel (parameters, playback, scene picker, overlays, status,
+//! help, and the plots of [`super::plots`]) and the keyboard shortcuts.
 
 use super::SceneSource;
+use super::frame_rate::FrameRate;
 use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK, drawn_stride};
 use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
@@ -10,7 +11,6 @@ use crate::model::{LinearSystem, Model, State};
 use crate::params::{FrictionCone, SolverKind, StepperKind};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, VLine};
 use std::path::{Path, PathBuf};
 
 /// Where the panel is, for the 3D viewport.
@@ -144,6 +144,7 @@ fn panel_ui(
         Option<Res<super::record::Recording>>,
     ),
     mut hands_ui: super::inspector::HandsUi,
+    frame_rate: Option<Res<FrameRate>>,
 ) {
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
@@ -207,7 +208,7 @@ fn panel_ui(
                         heading.on_hover_text(&sim.scene.description);
                     }
                     ui.separator();
-                    status(ui, &sim, &control);
+                    status(ui, &sim, &control, frame_rate.as_deref());
                     ui.separator();
                     playback(
                         ui,
@@ -262,7 +263,8 @@ fn panel_ui(
                         ui.separator();
                     }
                     let marker = history.timeline.scrubbing().then_some(sim.state.t);
-                    plots(ui, &history, marker);
+                    let nsgs = sim.params.solver == SolverKind::Nsgs;
+                    super::plots::plots(ui, &history, marker, nsgs);
                     ui.separator();
                     help(ui, sim.model().is_planar());
                 });
@@ -282,15 +284,23 @@ fn panel_ui(
     }
 }
 
-fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl) {
+fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl, frame_rate: Option<&FrameRate>) {
     let rtf = control
         .real_time_factor
         .map_or_else(|| "–".to_owned(), |f| format!("{f:.2}×"));
     let lcp = sim.last.as_ref().map_or("–", |r| r.status.name());
+    let frame = frame_rate
+        .and_then(|r| r.mean_frame_time(30, 0))
+        .filter(|&f| f > 0.0)
+        .map_or_else(
+            || "–".to_owned(),
+            |f| format!("{:.1} ms ({:.0} fps)", f * 1e3, 1.0 / f),
+        );
     ui.monospace(format!(
-        "t = {:.4} s   steps {}\nreal-time factor {rtf}   LCP {lcp}",
+        "t = {:.4} s   steps {}\nreal-time factor {rtf}   LCP {lcp}\nframe {frame}",
         sim.state.t, sim.steps,
-    ));
+    ))
+    .on_hover_text("Wall-clock time per frame over the last 30 frames: drawing, panel and the steps taken in the frame");
     if control.paused {
         ui.colored_label(egui::Color32::from_rgb(240, 200, 80), "paused");
     }
@@ -595,63 +605,6 @@ fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions, contacts: usize) {
             .on_hover_text(
                 "Friction arrows show impulse / h; at scale 1 the heaviest body's weight is a quarter of the view",
             );
-        });
-}
-
-fn series(history: &History, f: impl Fn(&sim::Sample) -> f64) -> PlotPoints<'static> {
-    history.samples.iter().map(|s| [s.t, f(s)]).collect()
-}
-
-fn plots(ui: &mut egui::Ui, history: &History, marker: Option<f64>) {
-    egui::CollapsingHeader::new("Plots (last 10 s of simulated time)")
-        .default_open(true)
-        .show(ui, |ui| {
-            let plot = |id: &str| {
-                Plot::new(id.to_owned())
-                    .height(82.0)
-                    .legend(
-                        Legend::default()
-                            .position(Corner::LeftTop)
-                            .text_style(egui::TextStyle::Small)
-                            .background_alpha(0.5),
-                    )
-                    .allow_drag(false)
-                    .allow_zoom(false)
-                    .allow_scroll(false)
-                    .allow_boxed_zoom(false)
-                    .y_axis_min_width(36.0)
-            };
-            ui.label("energy (J)");
-            plot("energy").show(ui, |p| {
-                p.line(Line::new("kinetic", series(history, |s| s.kinetic)));
-                p.line(Line::new("potential", series(history, |s| s.potential)));
-                p.line(Line::new(
-                    "total",
-                    series(history, |s| s.kinetic + s.potential),
-                ));
-                if let Some(t) = marker {
-                    p.vline(VLine::new("scrubbed", t));
-                }
-            });
-            ui.label("contacts, LCP size, Lemke pivots");
-            plot("lcp").include_y(0.0).show(ui, |p| {
-                p.line(Line::new(
-                    "active contacts",
-                    series(history, |s| s.active_contacts as f64),
-                ));
-                p.line(Line::new(
-                    "LCP size",
-                    series(history, |s| s.lcp_size as f64),
-                ));
-                p.line(Line::new("pivots", series(history, |s| s.pivots as f64)));
-                if let Some(t) = marker {
-                    p.vline(VLine::new("scrubbed", t));
-                }
-            });
-            ui.label("step time (ms)");
-            plot("step time").include_y(0.0).show(ui, |p| {
-                p.line(Line::new("step", series(history, |s| s.step_ms)));
-            });
         });
 }
 

@@ -9,6 +9,7 @@
 //! perturbation) with a drag in progress in the picture.
 
 use super::camera::MainCamera;
+use super::frame_rate::FrameRate;
 use super::hands::{Hands, Tool};
 use super::sim::{BodyVisual, Sim};
 use bevy::camera::RenderTarget;
@@ -200,6 +201,7 @@ fn mark_captured(_captured: On<ScreenshotCaptured>, mut state: ResMut<Screenshot
 fn drive_screenshot(
     mut commands: Commands,
     mut state: ResMut<ScreenshotState>,
+    rate: Option<Res<FrameRate>>,
     mut exit: MessageWriter<AppExit>,
 ) {
     state.frame += 1;
@@ -217,6 +219,17 @@ fn drive_screenshot(
             let written = std::fs::metadata(&state.path).is_ok_and(|m| m.len() > 0);
             if state.captured && written {
                 info!("screenshot written to {}", state.path.display());
+                // The frames before the capture, without the first half
+                // (pipelines and meshes are prepared in the first frames).
+                let counted = (at / 2).min(FrameRate::KEPT as u32 / 2) as usize;
+                let skip = (state.frame - at) as usize;
+                if let Some(mean) = rate.and_then(|r| r.mean_frame_time(counted, skip)) {
+                    info!(
+                        "frame time over the {counted} frames before the capture: {:.1} ms ({:.1} fps)",
+                        mean * 1e3,
+                        1.0 / mean
+                    );
+                }
                 exit.write(AppExit::Success);
             } else if state.frame - at > TIMEOUT_FRAMES
                 || (state.captured && state.frame - at > TIMEOUT_FRAMES / 10)

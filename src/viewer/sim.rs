@@ -106,12 +106,17 @@ pub struct Sample {
     pub pivots: usize,
     /// Wall-clock time of the step, ms.
     pub step_ms: f64,
+    /// NSGS sweeps of the step (0 with Lemke).
+    pub sweeps: usize,
+    /// Relative residual of the step's last solve (NSGS: the natural-map
+    /// error it stopped at).
+    pub residual: f64,
 }
 
 /// The recent history of the simulation: for the plots, at most
 /// [`History::MAX_POINTS`] samples over the last [`History::window`] seconds of
 /// simulated time (steps closer together are merged, keeping the largest LCP,
-/// pivot count and step time); for the timeline, a checkpoint per step
+/// pivot count, sweep count, residual and step time); for the timeline, a checkpoint per step
 /// ([`Timeline`]: 60 s within a memory cap) to scrub back to and fork from.
 #[derive(Resource, Debug, Clone)]
 pub struct History {
@@ -152,6 +157,8 @@ impl History {
                     lcp_size: last.lcp_size.max(s.lcp_size),
                     pivots: last.pivots.max(s.pivots),
                     step_ms: last.step_ms.max(s.step_ms),
+                    sweeps: last.sweeps.max(s.sweeps),
+                    residual: last.residual.max(s.residual),
                     active_contacts: last.active_contacts.max(s.active_contacts),
                     ..s
                 };
@@ -530,12 +537,17 @@ pub fn advance(
     let result = sim.step().map(|r| {
         (
             r.status,
-            r.kinetic_energy,
-            r.potential_energy,
-            r.active_contacts(),
-            r.lcp_size,
-            r.pivots,
-            r.timings.total,
+            Sample {
+                t: r.t,
+                kinetic: r.kinetic_energy,
+                potential: r.potential_energy,
+                active_contacts: r.active_contacts(),
+                lcp_size: r.lcp_size,
+                pivots: r.pivots,
+                step_ms: r.timings.total.as_secs_f64() * 1e3,
+                sweeps: r.sweeps,
+                residual: r.residual,
+            },
         )
     });
     let cost = start.elapsed().as_secs_f64();
@@ -545,22 +557,17 @@ pub fn advance(
         cost
     };
     match result {
-        Ok((LcpStatus::Solved, kinetic, potential, active_contacts, lcp_size, pivots, total)) => {
+        Ok((LcpStatus::Solved, sample)) => {
             previous.q = before;
             control.step_error = None;
             history.timeline.record(sim);
             history.record(Sample {
                 t: sim.state.t,
-                kinetic,
-                potential,
-                active_contacts,
-                lcp_size,
-                pivots,
-                step_ms: total.as_secs_f64() * 1e3,
+                ..sample
             });
             true
         }
-        Ok((status, ..)) => {
+        Ok((status, _)) => {
             previous.q.clone_from(&sim.state.q);
             control.paused = true;
             control.halt = Some(sim.failure_message().unwrap_or_else(|| {

@@ -1,13 +1,13 @@
-//! What the bodies and surfaces look like: a mesh per body matching its shape
-//! (thin extrusions in the z = 0 plane for planar scenes), a slab per surface
-//! with its grid drawn by the material, the light and the background (with a
-//! faint gizmo grid behind planar scenes).
+//! What the scene looks like: the bodies' meshes ([`super::body_meshes`]),
+//! a slab per surface with its grid drawn by the material, the light and the
+//! background (with a faint gizmo grid behind planar scenes), the bodies'
+//! colours and the planar depth.
 
 use super::material::{Grid, LabMaterial};
-use super::sim::{BodyVisual, Sim, SurfaceVisual, physics_to_world, rigid, surface_placement};
-use crate::geometry::Shape;
+use super::sim::{Sim, SurfaceVisual, physics_to_world, rigid, surface_placement};
 use crate::model::Dimension;
 use crate::scene::SystemSpec;
+use crate::sim::Simulation;
 use bevy::light::NotShadowCaster;
 use bevy::prelude::*;
 
@@ -71,11 +71,11 @@ impl Plugin for VisualsPlugin {
     fn build(&self, app: &mut App) {
         app.insert_resource(ClearColor(BACKGROUND))
             .init_resource::<Backdrop>()
+            .add_plugins(super::body_meshes::BodyMeshesPlugin)
             .add_systems(Startup, spawn_light)
             .add_systems(
                 Update,
                 (
-                    attach_body_meshes,
                     attach_surface_meshes,
                     draw_grids,
                     apply_backdrop,
@@ -86,7 +86,7 @@ impl Plugin for VisualsPlugin {
 }
 
 /// The body's display colour (sRGB).
-pub fn body_color(sim: &Sim, i: usize) -> Color {
+pub fn body_color(sim: &Simulation, i: usize) -> Color {
     let from_file = match &sim.scene.file.system {
         SystemSpec::Rigid(spec) => spec.bodies.get(i).and_then(|b| b.color),
         SystemSpec::Linear(_) => None,
@@ -95,6 +95,29 @@ pub fn body_color(sim: &Sim, i: usize) -> Color {
         .filter(|c| c.iter().all(|x| x.is_finite()))
         .unwrap_or(PALETTE[i % PALETTE.len()]);
     Color::srgb(r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0))
+}
+
+/// The colours a recording will show that its first frame may not: the
+/// contact overlay's (contacts come later) and the bodies' (grains hidden
+/// in a silo), as sRGB bytes: the recorder's GIF palette hints.
+pub fn palette_hints(sim: &Simulation) -> Vec<[u8; 3]> {
+    let count = rigid(sim).map_or(0, |s| s.bodies.len());
+    let overlay = [
+        super::overlay::STICK,
+        super::overlay::SLIP,
+        super::overlay::SEPARATING,
+    ];
+    let mut colors: Vec<[u8; 3]> = Vec::new();
+    for color in overlay
+        .into_iter()
+        .chain((0..count).map(|i| body_color(sim, i)))
+    {
+        let [r, g, b, _] = color.to_srgba().to_u8_array();
+        if !colors.contains(&[r, g, b]) {
+            colors.push([r, g, b]);
+        }
+    }
+    colors
 }
 
 /// Thickness of planar bodies along z, m.
@@ -120,129 +143,6 @@ fn spawn_light(mut commands: Commands) {
         // (the camera looks along −z in both planar and spatial scenes).
         Transform::default().looking_to(Vec3::new(0.35, -0.8, -0.55), Vec3::Y),
     ));
-}
-
-fn darker(color: Color, factor: f32) -> Color {
-    let c = color.to_srgba();
-    Color::srgb(c.red * factor, c.green * factor, c.blue * factor)
-}
-
-fn body_mesh(shape: &Shape, dimension: Dimension, depth: f32) -> Mesh {
-    match (*shape, dimension) {
-        (Shape::Sphere { radius }, Dimension::Planar) => Extrusion {
-            base_shape: Circle::new(radius as f32),
-            half_depth: depth / 2.0,
-        }
-        .mesh()
-        .resolution(64)
-        .build(),
-        (Shape::Sphere { radius }, Dimension::Spatial) => {
-            Sphere::new(radius as f32).mesh().uv(32, 16)
-        }
-        (
-            Shape::Capsule {
-                half_length,
-                radius,
-            },
-            Dimension::Planar,
-        ) => Mesh::from(Extrusion {
-            base_shape: Capsule2d {
-                radius: radius as f32,
-                half_length: half_length as f32,
-            },
-            half_depth: depth / 2.0,
-        })
-        // Capsule2d lies along Y; the body's capsule along its x axis.
-        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
-        (
-            Shape::Capsule {
-                half_length,
-                radius,
-            },
-            Dimension::Spatial,
-        ) => Mesh::from(Capsule3d {
-            radius: radius as f32,
-            half_length: half_length as f32,
-        })
-        // Capsule3d lies along Y; the body's capsule along its x axis.
-        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
-        (Shape::Box { half_extents: h }, Dimension::Planar) => {
-            Mesh::from(Cuboid::new(2.0 * h[0] as f32, 2.0 * h[1] as f32, depth))
-        }
-        (Shape::Box { half_extents: h }, Dimension::Spatial) => Mesh::from(Cuboid::new(
-            2.0 * h[0] as f32,
-            2.0 * h[1] as f32,
-            2.0 * h[2] as f32,
-        )),
-    }
-}
-
-/// Gives new body entities their mesh and material, and round bodies a darker
-/// marker so that rolling shows.
-fn attach_body_meshes(
-    mut commands: Commands,
-    sim: Res<Sim>,
-    added: Query<(Entity, &BodyVisual), Added<BodyVisual>>,
-    mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<LabMaterial>>,
-) {
-    let Some(system) = rigid(&sim) else {
-        return;
-    };
-    let depth = planar_depth(&sim);
-    for (entity, body) in &added {
-        let Some(spec) = system.bodies.get(body.0) else {
-            continue;
-        };
-        let color = body_color(&sim, body.0);
-        let material = materials.add(LabMaterial::lit(color, 0.35, 40.0));
-        let mesh = meshes.add(body_mesh(&spec.shape, system.dimension, depth));
-        commands
-            .entity(entity)
-            .insert((Mesh3d(mesh), MeshMaterial3d(material)));
-        if let Shape::Sphere { radius } = spec.shape {
-            let r = radius as f32;
-            let marker = materials.add(LabMaterial::lit(darker(color, 0.45), 0.2, 24.0));
-            match system.dimension {
-                Dimension::Planar => {
-                    // A radius along the body's x axis, sticking out of both faces.
-                    let bar = meshes.add(Cuboid::new(r * 0.95, r * 0.14, depth * 1.1));
-                    commands.spawn((
-                        Mesh3d(bar),
-                        MeshMaterial3d(marker),
-                        Transform::from_xyz(r * 0.475, 0.0, 0.0),
-                        ChildOf(entity),
-                    ));
-                }
-                Dimension::Spatial => {
-                    // Two great circles, around the body's y and x axes: thin
-                    // tubes of few facets (triangles cost on a software
-                    // renderer), inside the ball's own shadow.
-                    let ring = meshes.add(
-                        Torus {
-                            minor_radius: r * 0.05,
-                            major_radius: r * 0.99,
-                        }
-                        .mesh()
-                        .minor_resolution(4)
-                        .major_resolution(48),
-                    );
-                    for rotation in [
-                        Quat::IDENTITY,
-                        Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
-                    ] {
-                        commands.spawn((
-                            Mesh3d(ring.clone()),
-                            MeshMaterial3d(marker.clone()),
-                            NotShadowCaster,
-                            Transform::from_rotation(rotation),
-                            ChildOf(entity),
-                        ));
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Spacing of a surface's grid lines, m.

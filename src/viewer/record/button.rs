@@ -112,7 +112,9 @@ fn start_viewer_recording(world: &mut World, settings: &RecordSettings) -> Resul
         Format::Gif => format!("{name}-{}.gif", timestamp()),
         Format::PngSequence => format!("{name}-{}/", timestamp()),
     };
-    let spec = VideoSpec::new(settings.dir.join(file), w, h, settings.fps)?;
+    let spec = VideoSpec::new(settings.dir.join(file), w, h, settings.fps)?.with_palette_hints(
+        super::super::visuals::palette_hints(world.resource::<Sim>()),
+    );
     let writer = VideoWriter::create(&spec)?;
     let panel_visible = world.resource::<PanelLayout>().visible;
     world.resource_mut::<PanelLayout>().visible = settings.with_panel;

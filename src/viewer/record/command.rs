@@ -35,6 +35,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     let fps = args.fps.unwrap_or_else(|| format.default_fps());
     let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
     let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
+    let spec = spec.with_palette_hints(crate::viewer::visuals::palette_hints(&simulation));
     let duration = simulation.params.duration;
     let frames = (duration / args.speed * fps as f64).round();
     if !(1.0..=1e7).contains(&frames) {

@@ -1,0 +1,349 @@
+//! The bodies' meshes and materials: a mesh matching each body's shape (thin
+//! extrusions in the z = 0 plane for planar scenes), with a darker spin marker
+//! on balls and disks so that rolling shows.
+//!
+//! Bodies of the same shape and size share one mesh, every ball the unit one
+//! scaled by its radius, and bodies of the same colour share one material
+//! ([`BodyAssets`]), so that Bevy batches a granular scene's thousand grains
+//! into a few draws. Nothing changes a body's material afterwards (the
+//! selection is an outline gizmo), so sharing recolours nothing. Balls in a
+//! crowd get coarser meshes ([`Detail`]).
+
+use super::material::LabMaterial;
+use super::sim::{BodyVisual, SceneEpoch, Sim, rigid};
+use super::visuals::{body_color, planar_depth};
+use crate::geometry::Shape;
+use crate::model::Dimension;
+use bevy::light::NotShadowCaster;
+use bevy::prelude::*;
+use std::collections::HashMap;
+
+/// Gives new body entities their meshes and materials.
+pub struct BodyMeshesPlugin;
+
+impl Plugin for BodyMeshesPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<BodyAssets>()
+            .add_systems(Update, attach_body_meshes);
+    }
+}
+
+fn darker(color: Color, factor: f32) -> Color {
+    let c = color.to_srgba();
+    Color::srgb(c.red * factor, c.green * factor, c.blue * factor)
+}
+
+/// Above this many moving balls (disks) in a scene, they get
+/// [`Detail::Coarse`] meshes (fixed ones, a few large obstacles, stay fine).
+pub const CROWD: usize = 200;
+
+/// How finely round bodies are tessellated. A software renderer spends its
+/// time on triangles when a granular scene has thousands of small balls, each
+/// a few pixels across; a coarse ball has a quarter of a fine one's
+/// triangles, and its spin rings half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Detail {
+    /// A few bodies, seen up close.
+    Fine,
+    /// One of a crowd (more than [`CROWD`] moving balls).
+    Coarse,
+}
+
+impl Detail {
+    /// The detail of a body: coarse when it moves among more than [`CROWD`]
+    /// moving balls (disks).
+    pub fn of(moving_balls: usize, fixed: bool) -> Self {
+        if moving_balls > CROWD && !fixed {
+            Self::Coarse
+        } else {
+            Self::Fine
+        }
+    }
+
+    /// Segments around a disk's rim or a ball's equator.
+    fn around(self) -> u32 {
+        match self {
+            Self::Fine => 32,
+            Self::Coarse => 16,
+        }
+    }
+}
+
+fn body_mesh(shape: &Shape, dimension: Dimension, depth: f32, detail: Detail) -> Mesh {
+    match (*shape, dimension) {
+        (Shape::Sphere { radius }, Dimension::Planar) => Extrusion {
+            base_shape: Circle::new(radius as f32),
+            half_depth: depth / 2.0,
+        }
+        .mesh()
+        .resolution(2 * detail.around())
+        .build(),
+        (Shape::Sphere { radius }, Dimension::Spatial) => Sphere::new(radius as f32)
+            .mesh()
+            .uv(detail.around(), detail.around() / 2),
+        (
+            Shape::Capsule {
+                half_length,
+                radius,
+            },
+            Dimension::Planar,
+        ) => Mesh::from(Extrusion {
+            base_shape: Capsule2d {
+                radius: radius as f32,
+                half_length: half_length as f32,
+            },
+            half_depth: depth / 2.0,
+        })
+        // Capsule2d lies along Y; the body's capsule along its x axis.
+        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
+        (
+            Shape::Capsule {
+                half_length,
+                radius,
+            },
+            Dimension::Spatial,
+        ) => Mesh::from(Capsule3d {
+            radius: radius as f32,
+            half_length: half_length as f32,
+        })
+        // Capsule3d lies along Y; the body's capsule along its x axis.
+        .rotated_by(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
+        (Shape::Box { half_extents: h }, Dimension::Planar) => {
+            Mesh::from(Cuboid::new(2.0 * h[0] as f32, 2.0 * h[1] as f32, depth))
+        }
+        (Shape::Box { half_extents: h }, Dimension::Spatial) => Mesh::from(Cuboid::new(
+            2.0 * h[0] as f32,
+            2.0 * h[1] as f32,
+            2.0 * h[2] as f32,
+        )),
+    }
+}
+
+/// A length as the meshes see it: f32 bits, so that equal sizes hash equal.
+fn quantized(length: f64) -> u32 {
+    (length as f32).to_bits()
+}
+
+/// What a mesh of the viewer depends on: its kind, its dimensions (f32 bits,
+/// the precision the mesh is built in) and, for planar bodies, the depth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MeshKey {
+    /// A body of this shape.
+    Body {
+        kind: u8,
+        dimensions: [u32; 3],
+        planar: bool,
+        depth: u32,
+        detail: Detail,
+    },
+    /// The spin bar of a unit disk (planar).
+    SpinBar { depth: u32 },
+    /// The great-circle ring of a unit ball (spatial).
+    SpinRing { detail: Detail },
+}
+
+impl MeshKey {
+    fn body(shape: &Shape, dimension: Dimension, depth: f32, detail: Detail) -> Self {
+        let (kind, dimensions) = match *shape {
+            Shape::Sphere { radius } => (0, [quantized(radius), 0, 0]),
+            Shape::Capsule {
+                half_length,
+                radius,
+            } => (1, [quantized(half_length), quantized(radius), 0]),
+            Shape::Box { half_extents: h } => {
+                (2, [quantized(h[0]), quantized(h[1]), quantized(h[2])])
+            }
+        };
+        let planar = dimension == Dimension::Planar;
+        Self::Body {
+            kind,
+            dimensions,
+            planar,
+            // The depth only shapes planar meshes.
+            depth: if planar { depth.to_bits() } else { 0 },
+            detail,
+        }
+    }
+}
+
+/// The shape whose mesh a body shares, and the scale that makes it the
+/// body's: every ball (disk) shares the unit one, scaled by its radius in
+/// the plane of the drawing (grains' radii all differ); boxes and capsules
+/// share a mesh with the bodies of their exact size.
+fn shared_shape(shape: &Shape, dimension: Dimension) -> (Shape, Vec3) {
+    match (*shape, dimension) {
+        (Shape::Sphere { radius }, Dimension::Planar) => {
+            let r = radius as f32;
+            (Shape::Sphere { radius: 1.0 }, Vec3::new(r, r, 1.0))
+        }
+        (Shape::Sphere { radius }, Dimension::Spatial) => {
+            (Shape::Sphere { radius: 1.0 }, Vec3::splat(radius as f32))
+        }
+        (shape, _) => (shape, Vec3::ONE),
+    }
+}
+
+/// A material of the viewer's bodies: its colour (sRGB, f32 bits) and
+/// whether it is a spin marker's (different highlight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct MaterialKey {
+    rgba: [u32; 4],
+    marker: bool,
+}
+
+impl MaterialKey {
+    fn new(color: Color, marker: bool) -> Self {
+        Self {
+            rgba: color.to_srgba().to_f32_array().map(f32::to_bits),
+            marker,
+        }
+    }
+}
+
+/// The meshes and materials shared by the bodies: one per shape and size,
+/// one per colour. Emptied when a scene is (re)loaded, so that a long
+/// session keeps only what the current scene uses.
+#[derive(Resource, Debug, Default)]
+pub struct BodyAssets {
+    meshes: HashMap<MeshKey, Handle<Mesh>>,
+    materials: HashMap<MaterialKey, Handle<LabMaterial>>,
+    epoch: Option<SceneEpoch>,
+}
+
+impl BodyAssets {
+    /// Distinct meshes held (bodies and markers).
+    pub fn mesh_count(&self) -> usize {
+        self.meshes.len()
+    }
+
+    /// Distinct materials held (bodies and markers).
+    pub fn material_count(&self) -> usize {
+        self.materials.len()
+    }
+
+    fn mesh(
+        &mut self,
+        key: MeshKey,
+        meshes: &mut Assets<Mesh>,
+        build: impl FnOnce() -> Mesh,
+    ) -> Handle<Mesh> {
+        self.meshes
+            .entry(key)
+            .or_insert_with(|| meshes.add(build()))
+            .clone()
+    }
+
+    fn material(
+        &mut self,
+        color: Color,
+        marker: bool,
+        materials: &mut Assets<LabMaterial>,
+    ) -> Handle<LabMaterial> {
+        self.materials
+            .entry(MaterialKey::new(color, marker))
+            .or_insert_with(|| {
+                materials.add(if marker {
+                    LabMaterial::lit(darker(color, 0.45), 0.2, 24.0)
+                } else {
+                    LabMaterial::lit(color, 0.35, 40.0)
+                })
+            })
+            .clone()
+    }
+}
+
+/// Gives new body entities their mesh and material (shared through
+/// [`BodyAssets`]), and round bodies a darker marker so that rolling shows.
+fn attach_body_meshes(
+    mut commands: Commands,
+    sim: Res<Sim>,
+    epoch: Res<SceneEpoch>,
+    mut added: Query<(Entity, &BodyVisual, &mut Transform), Added<BodyVisual>>,
+    mut cache: ResMut<BodyAssets>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
+) {
+    if cache.epoch != Some(*epoch) {
+        // A new scene: its sizes, depth and colours may all differ.
+        *cache = BodyAssets {
+            epoch: Some(*epoch),
+            ..default()
+        };
+    }
+    let Some(system) = rigid(&sim) else {
+        return;
+    };
+    let depth = planar_depth(&sim);
+    let moving_balls = (0..system.bodies.len())
+        .filter(|&i| matches!(system.bodies[i].shape, Shape::Sphere { .. }) && !system.is_fixed(i))
+        .count();
+    for (entity, body, mut transform) in &mut added {
+        let Some(spec) = system.bodies.get(body.0) else {
+            continue;
+        };
+        let detail = Detail::of(moving_balls, system.is_fixed(body.0));
+        let color = body_color(&sim, body.0);
+        let material = cache.material(color, false, &mut materials);
+        let (shape, scale) = shared_shape(&spec.shape, system.dimension);
+        let mesh = cache.mesh(
+            MeshKey::body(&shape, system.dimension, depth, detail),
+            &mut meshes,
+            || body_mesh(&shape, system.dimension, depth, detail),
+        );
+        // The simulation sets translation and rotation only; the scale stays.
+        transform.scale = scale;
+        commands
+            .entity(entity)
+            .insert((Mesh3d(mesh), MeshMaterial3d(material)));
+        if let Shape::Sphere { .. } = shape {
+            // Built for the unit ball; the body's scale sizes them.
+            let r = 1.0;
+            let marker = cache.material(color, true, &mut materials);
+            match system.dimension {
+                Dimension::Planar => {
+                    // A radius along the body's x axis, sticking out of both faces.
+                    let bar = cache.mesh(
+                        MeshKey::SpinBar {
+                            depth: depth.to_bits(),
+                        },
+                        &mut meshes,
+                        || Mesh::from(Cuboid::new(r * 0.95, r * 0.14, depth * 1.1)),
+                    );
+                    commands.spawn((
+                        Mesh3d(bar),
+                        MeshMaterial3d(marker),
+                        Transform::from_xyz(r * 0.475, 0.0, 0.0),
+                        ChildOf(entity),
+                    ));
+                }
+                Dimension::Spatial => {
+                    // Two great circles, around the body's y and x axes: thin
+                    // tubes of few facets (triangles cost on a software
+                    // renderer), inside the ball's own shadow.
+                    let ring = cache.mesh(MeshKey::SpinRing { detail }, &mut meshes, || {
+                        Torus {
+                            minor_radius: r * 0.05,
+                            major_radius: r * 0.99,
+                        }
+                        .mesh()
+                        .minor_resolution(4)
+                        .major_resolution(3 * detail.around() as usize / 2)
+                        .build()
+                    });
+                    for rotation in [
+                        Quat::IDENTITY,
+                        Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
+                    ] {
+                        commands.spawn((
+                            Mesh3d(ring.clone()),
+                            MeshMaterial3d(marker.clone()),
+                            NotShadowCaster,
+                            Transform::from_rotation(rotation),
+                            ChildOf(entity),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
