@@ -126,6 +126,10 @@ fn granular_params(dt: f64, duration: f64, mu: f64) -> String {
 const SILO_HALF: f64 = 0.3;
 const SILO_OPENING: f64 = 0.1;
 const SILO_OUTLET: f64 = 0.25;
+/// Half the inner width of the tray on the table under the silo, m.
+const TRAY_HALF: f64 = 0.45;
+/// Height of the tray's walls, m.
+const TRAY_HEIGHT: f64 = 0.1;
 
 /// The RON text of a silo holding `n` spheres (at least one): a square bin
 /// of fixed boxes on a hopper of four walls at 45° with a square opening
@@ -214,6 +218,26 @@ pub fn silo_source(n: usize) -> String {
         [0.0, 0.0, 1.0],
         0.0,
     );
+    // The tray on the table under the opening: four low walls that keep
+    // the grains in a heap (spheres have no rolling resistance, and on the
+    // open table they rolled apart to its edges).
+    let tray_at = TRAY_HALF + 0.5 * WALL;
+    let tray_across = TRAY_HALF + WALL;
+    for (name, half, at) in [
+        ("tray+x", [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT], [tray_at, 0.0]),
+        ("tray-x", [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT], [-tray_at, 0.0]),
+        ("tray+y", [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT], [0.0, tray_at]),
+        ("tray-y", [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT], [0.0, -tray_at]),
+    ] {
+        wall(
+            &mut bodies,
+            name,
+            half,
+            [at[0], at[1], 0.5 * TRAY_HEIGHT],
+            [0.0, 0.0, 1.0],
+            0.0,
+        );
+    }
     let first = -0.5 * PITCH * (side as f64 - 1.0);
     for i in 0..n {
         let layer = i / (side * side);
@@ -237,7 +261,7 @@ pub fn silo_source(n: usize) -> String {
     scene(
         &format!("Silo of {n}"),
         &format!(
-            "{n} glass beads (radius 2 cm ± 20 %) pour from a silo of fixed boxes through a hopper's square opening onto a table and heap there: Moreau–Jean with NSGS on Coulomb's circular cone."
+            "{n} glass beads (radius 2 cm ± 20 %) pour from a silo of fixed boxes through a hopper's square opening into a tray on a table and heap there: Moreau–Jean with NSGS on Coulomb's circular cone."
         ),
         &granular_params(0.005, 6.0, 0.5),
         &format!("(target: (0.0, 0.0, {:.2}), distance: 2.6)", 0.5 * bin_top),
