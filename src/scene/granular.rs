@@ -223,11 +223,13 @@ pub fn silo_source(n: usize) -> String {
     // open table they rolled apart to its edges).
     let tray_at = TRAY_HALF + 0.5 * WALL;
     let tray_across = TRAY_HALF + WALL;
+    let across_y = [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT];
+    let across_x = [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT];
     for (name, half, at) in [
-        ("tray+x", [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT], [tray_at, 0.0]),
-        ("tray-x", [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT], [-tray_at, 0.0]),
-        ("tray+y", [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT], [0.0, tray_at]),
-        ("tray-y", [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT], [0.0, -tray_at]),
+        ("tray+x", across_y, [tray_at, 0.0]),
+        ("tray-x", across_y, [-tray_at, 0.0]),
+        ("tray+y", across_x, [0.0, tray_at]),
+        ("tray-y", across_x, [0.0, -tray_at]),
     ] {
         wall(
             &mut bodies,
