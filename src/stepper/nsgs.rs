@@ -349,13 +349,12 @@ fn solve_cone(
     while sweeps < limits.max_sweeps {
         sweeps += 1;
         let (mut change, mut size) = (0.0, 0.0);
-        // Symmetric Gauss–Seidel: the sweeps alternate direction, so that a
-        // load travels down a chain of contacts (a column of grains) in one
-        // sweep whichever way the contacts are numbered.
-        let forward = sweeps % 2 == 1;
-        let count = cones.len();
-        for step in 0..count {
-            let cone = &mut cones[if forward { step } else { count - 1 - step }];
+        // One fixed order, the problem's (the broad phase's). Alternating
+        // the direction (symmetric Gauss–Seidel, meant to carry a load down
+        // a chain of contacts whichever way they are numbered) took more
+        // sweeps on every granular scene: 25 % more on the silo, 23–29 % on
+        // the hourglass, 16–20 % on the avalanche.
+        for cone in cones.iter_mut() {
             // q: the local velocity without this contact's own impulse.
             let q = cone.span.dots(arena, &velocity) + cone.terms - cone.w * cone.r;
             let r = coulomb_cone::solve(&cone.w, &cone.w_inverse, &q, cone.mu, &cone.r);
