@@ -113,18 +113,15 @@ impl ContactJacobian {
 
     /// rowᵣ · v for a generalized vector v.
     pub fn dot(&self, r: usize, v: &DVector<f64>) -> f64 {
-        let row = self.row(r);
-        let mut sum = 0.0;
-        let mut offset = 0;
-        for b in self.blocks() {
-            sum += row[offset..offset + b.len]
-                .iter()
-                .zip(&v.as_slice()[b.range()])
-                .map(|(a, x)| a * x)
-                .sum::<f64>();
-            offset += b.len;
-        }
-        sum
+        let mut sum = [0.0];
+        rows_dot(
+            self.row(r),
+            self.width,
+            self.blocks(),
+            v.as_slice(),
+            &mut sum,
+        );
+        sum[0]
     }
 
     /// nᵀv.
@@ -135,45 +132,15 @@ impl ContactJacobian {
     /// (row₀·v, …, row_{R−1}·v) in one pass over the blocks: NSGS's local
     /// velocity (n, t₁, t₂) at every visit of a contact.
     pub fn dots<const R: usize>(&self, v: &DVector<f64>) -> [f64; R] {
-        let v = v.as_slice();
         let mut sums = [0.0; R];
-        let mut offset = 0;
-        for b in self.blocks() {
-            let part = &v[b.range()];
-            for (r, sum) in sums.iter_mut().enumerate() {
-                let row = &self.rows[r * self.width + offset..r * self.width + offset + b.len];
-                *sum += block_dot(row, part);
-            }
-            offset += b.len;
-        }
+        rows_dot(
+            &self.rows,
+            self.width,
+            self.blocks(),
+            v.as_slice(),
+            &mut sums,
+        );
         sums
-    }
-
-    /// out += Σᵣ αᵣ·diag(`diagonal`)·rowᵣ over rows 0..R in one pass: NSGS's
-    /// velocity update W Jᵀ Δr.
-    pub fn add_weighted_rows<const R: usize>(
-        &self,
-        alphas: &[f64; R],
-        diagonal: &[f64],
-        out: &mut DVector<f64>,
-    ) {
-        let out = out.as_mut_slice();
-        let mut offset = 0;
-        for b in self.blocks() {
-            let range = b.range();
-            for ((o, d), i) in out[range.clone()]
-                .iter_mut()
-                .zip(&diagonal[range])
-                .zip(offset..offset + b.len)
-            {
-                let mut sum = 0.0;
-                for (r, alpha) in alphas.iter().enumerate() {
-                    sum += alpha * self.rows[r * self.width + i];
-                }
-                *o += d * sum;
-            }
-            offset += b.len;
-        }
     }
 
     /// out += α·rowᵣ.
@@ -253,9 +220,24 @@ impl ContactJacobian {
     }
 }
 
+/// out[r] += rowᵣ · v for r in 0..out.len(), the rows stored one after the
+/// other, `width` entries each, over `blocks` of v (a Jacobian's layout, and
+/// that of NSGS's copies of the rows it sweeps).
+pub(crate) fn rows_dot(rows: &[f64], width: usize, blocks: &[Block], v: &[f64], out: &mut [f64]) {
+    let mut offset = 0;
+    for b in blocks {
+        let part = &v[b.range()];
+        for (r, sum) in out.iter_mut().enumerate() {
+            let start = r * width + offset;
+            *sum += block_dot(&rows[start..start + b.len], part);
+        }
+        offset += b.len;
+    }
+}
+
 /// a·b for two slices of one length; the body blocks' lengths (6 in space,
 /// 3 in the plane) as fixed-size arrays, which the compiler unrolls.
-pub(crate) fn block_dot(a: &[f64], b: &[f64]) -> f64 {
+fn block_dot(a: &[f64], b: &[f64]) -> f64 {
     fn fixed<const N: usize>(a: &[f64], b: &[f64]) -> Option<f64> {
         let a: &[f64; N] = a.try_into().ok()?;
         let b: &[f64; N] = b.try_into().ok()?;

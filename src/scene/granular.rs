@@ -131,6 +131,31 @@ const TRAY_HALF: f64 = 0.45;
 /// Height of the tray's walls, m.
 const TRAY_HEIGHT: f64 = 0.1;
 
+/// Four vertical walls `prefix`±x, `prefix`±y around the square
+/// |x|, |y| < `inner_half`, `half_height` high either side of `centre_z`:
+/// the silo's bin and its tray.
+fn square_walls(out: &mut String, prefix: &str, inner_half: f64, half_height: f64, centre_z: f64) {
+    let at = inner_half + 0.5 * WALL;
+    let across = inner_half + WALL;
+    let along_y = [0.5 * WALL, across, half_height];
+    let along_x = [across, 0.5 * WALL, half_height];
+    for (side, half, x, y) in [
+        ("+x", along_y, at, 0.0),
+        ("-x", along_y, -at, 0.0),
+        ("+y", along_x, 0.0, at),
+        ("-y", along_x, 0.0, -at),
+    ] {
+        wall(
+            out,
+            &format!("{prefix}{side}"),
+            half,
+            [x, y, centre_z],
+            [0.0, 0.0, 1.0],
+            0.0,
+        );
+    }
+}
+
 /// The RON text of a silo holding `n` spheres (at least one): a square bin
 /// of fixed boxes on a hopper of four walls at 45° with a square opening
 /// `2 × SILO_OPENING` wide, `SILO_OUTLET` above a table. The spheres start in
@@ -184,62 +209,23 @@ pub fn silo_source(n: usize) -> String {
     );
     // The bin: four vertical walls from the hopper's top edge up.
     let half_height = 0.5 * (bin_top - hopper_top);
-    let centre_z = hopper_top + half_height;
-    let at = SILO_HALF + 0.5 * WALL;
-    wall(
+    square_walls(
         &mut bodies,
-        "bin+x",
-        [0.5 * WALL, across, half_height],
-        [at, 0.0, centre_z],
-        [0.0, 0.0, 1.0],
-        0.0,
-    );
-    wall(
-        &mut bodies,
-        "bin-x",
-        [0.5 * WALL, across, half_height],
-        [-at, 0.0, centre_z],
-        [0.0, 0.0, 1.0],
-        0.0,
-    );
-    wall(
-        &mut bodies,
-        "bin+y",
-        [across, 0.5 * WALL, half_height],
-        [0.0, at, centre_z],
-        [0.0, 0.0, 1.0],
-        0.0,
-    );
-    wall(
-        &mut bodies,
-        "bin-y",
-        [across, 0.5 * WALL, half_height],
-        [0.0, -at, centre_z],
-        [0.0, 0.0, 1.0],
-        0.0,
+        "bin",
+        SILO_HALF,
+        half_height,
+        hopper_top + half_height,
     );
     // The tray on the table under the opening: four low walls that keep
     // the grains in a heap (spheres have no rolling resistance, and on the
     // open table they rolled apart to its edges).
-    let tray_at = TRAY_HALF + 0.5 * WALL;
-    let tray_across = TRAY_HALF + WALL;
-    let across_y = [0.5 * WALL, tray_across, 0.5 * TRAY_HEIGHT];
-    let across_x = [tray_across, 0.5 * WALL, 0.5 * TRAY_HEIGHT];
-    for (name, half, at) in [
-        ("tray+x", across_y, [tray_at, 0.0]),
-        ("tray-x", across_y, [-tray_at, 0.0]),
-        ("tray+y", across_x, [0.0, tray_at]),
-        ("tray-y", across_x, [0.0, -tray_at]),
-    ] {
-        wall(
-            &mut bodies,
-            name,
-            half,
-            [at[0], at[1], 0.5 * TRAY_HEIGHT],
-            [0.0, 0.0, 1.0],
-            0.0,
-        );
-    }
+    square_walls(
+        &mut bodies,
+        "tray",
+        TRAY_HALF,
+        0.5 * TRAY_HEIGHT,
+        0.5 * TRAY_HEIGHT,
+    );
     let first = -0.5 * PITCH * (side as f64 - 1.0);
     for i in 0..n {
         let layer = i / (side * side);

@@ -66,7 +66,7 @@ use super::assembly::Layout;
 use super::coulomb_cone;
 use super::solve::{Activation, ContactProblem, friction_starts};
 use crate::lcp::{self, LcpStatus, LemkeOptions};
-use crate::model::jacobian::block_dot;
+use crate::model::jacobian::rows_dot;
 use crate::model::{Block, ContactId, ContactJacobian};
 use crate::params::CIRCULAR_CONE_DIRECTIONS;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -123,7 +123,7 @@ impl<'a> Participation<'a> {
         };
         for (j, c) in contacts.iter().enumerate() {
             if !self.active[j]
-                && rule.gaps[j] + rule.lead * c.jacobian.dots::<1>(u)[0] < -rule.tolerance
+                && rule.gaps[j] + rule.lead * c.jacobian.normal_dot(u) < -rule.tolerance
             {
                 self.active[j] = true;
                 joined.push(j);
@@ -493,17 +493,14 @@ impl Span {
 
     /// (J v) on its rows (0 for an absent second tangent).
     fn dots(&self, arena: &[f64], v: &DVector<f64>) -> Vector3<f64> {
-        let v = v.as_slice();
         let mut out = Vector3::zeros();
-        let mut at = 0;
-        for b in &self.blocks[..self.count] {
-            let part = &v[b.range()];
-            for r in 0..self.rows {
-                let start = self.offset + r * self.width + at;
-                out[r] += block_dot(&arena[start..start + b.len], part);
-            }
-            at += b.len;
-        }
+        rows_dot(
+            &arena[self.offset..],
+            self.width,
+            &self.blocks[..self.count],
+            v.as_slice(),
+            &mut out.as_mut_slice()[..self.rows],
+        );
         out
     }
 
