@@ -56,12 +56,22 @@ fn band(layer: usize) -> [f32; 3] {
     BANDS[(layer / 2) % BANDS.len()]
 }
 
-/// One grain as a RON line.
-fn grain(out: &mut String, name: &str, r: f64, mass: f64, at: [f64; 3], color: [f32; 3]) {
+/// Grain `i` (`grain<i + 1>`, its radius spread by `radius`, glass) of
+/// layer `layer` at `at`, as a RON line.
+fn grain(out: &mut String, i: usize, at: [f64; 3], layer: usize) {
+    let r = radius(i, RADIUS);
+    let mass = sphere_mass(r);
+    let color = band(layer);
     let _ = writeln!(
         out,
-        "            (name: \"{name}\", shape: Sphere(radius: {r:.5}), mass: {mass:.6}, position: ({:.4}, {:.4}, {:.4}), color: ({:.2}, {:.2}, {:.2})),",
-        at[0], at[1], at[2], color[0], color[1], color[2]
+        "            (name: \"grain{}\", shape: Sphere(radius: {r:.5}), mass: {mass:.6}, position: ({:.4}, {:.4}, {:.4}), color: ({:.2}, {:.2}, {:.2})),",
+        i + 1,
+        at[0],
+        at[1],
+        at[2],
+        color[0],
+        color[1],
+        color[2]
     );
 }
 
@@ -235,15 +245,7 @@ pub fn silo_source(n: usize) -> String {
         let x = first + column as f64 * PITCH + shift;
         let y = first + row as f64 * PITCH + shift;
         let z = hopper_top + 0.06 + PITCH * layer as f64;
-        let r = radius(i, RADIUS);
-        grain(
-            &mut bodies,
-            &format!("grain{}", i + 1),
-            r,
-            sphere_mass(r),
-            [x, y, z],
-            band(layer),
-        );
+        grain(&mut bodies, i, [x, y, z], layer);
     }
     let surfaces = "            (name: \"table\", normal: (0.0, 0.0, 1.0), extent: 1.5),\n";
     scene(
@@ -351,15 +353,7 @@ pub fn avalanche_source(n: usize) -> String {
         let x = 0.15 + row as f64 * PITCH;
         let y = first_y + column as f64 * PITCH;
         let z = surface(x) + 0.035 / cos + PITCH * layer as f64;
-        let r = radius(i, RADIUS);
-        grain(
-            &mut bodies,
-            &format!("grain{}", i + 1),
-            r,
-            sphere_mass(r),
-            [x, y, z],
-            band(layer),
-        );
+        grain(&mut bodies, i, [x, y, z], layer);
     }
     let surfaces = "            (name: \"floor\", normal: (0.0, 0.0, 1.0), extent: 4.0),\n";
     scene(
