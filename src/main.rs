@@ -4,6 +4,12 @@ use clap::Parser;
 use contactlab::cli::{Cli, dispatch};
 use std::process::ExitCode;
 
+/// mimalloc instead of the system allocator: a step builds and drops many
+/// small vectors, and glibc's malloc and free were a fifth of a small
+/// scene's step (the benchmarks use the same allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -8,6 +8,11 @@ use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup};
 use std::time::Duration;
 
+/// The binary's allocator (see `src/main.rs`), so that the benchmarks time
+/// the step as `contactlab run` and the viewer take it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Sums over the steps of a run.
 #[derive(Debug, Default)]
 pub struct Split {

@@ -27,6 +27,9 @@
 use super::{Columns, Factor, NONE, Partition, Var};
 use crate::lcp::LcpMatrix;
 
+/// From this many basic z's on, −A_wC S⁻¹ is formed as one dense product.
+const DENSE_PRODUCT_FROM: usize = 64;
+
 pub(super) struct CompressedBasis {
     n: usize,
     /// K: the original rows no basic w covers, one per stored column.
@@ -53,13 +56,35 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
                 column[row] = inverse[(c, k)];
             }
         }
-        // The rows of the basic wⱼ: −A_jC S⁻¹, one column of C at a time.
-        for (c, a) in partition.full.iter().enumerate() {
-            for (j, &unit) in partition.unit_row.iter().enumerate() {
-                if unit != NONE && a[j] != 0.0 {
-                    for (k, column) in stored.iter_mut().enumerate() {
-                        column[unit] -= a[j] * inverse[(c, k)];
+        // The rows of the basic wⱼ: −A_wC S⁻¹.
+        if m < DENSE_PRODUCT_FROM {
+            for (c, a) in partition.full.iter().enumerate() {
+                for (j, &unit) in partition.unit_row.iter().enumerate() {
+                    if unit != NONE && a[j] != 0.0 {
+                        for (k, column) in stored.iter_mut().enumerate() {
+                            column[unit] -= a[j] * inverse[(c, k)];
+                        }
                     }
+                }
+            }
+        } else {
+            // One matrix product: entry by entry, the loop above writes
+            // across all m stored columns for every nonzero of A_wC, which
+            // on a pile's islands (m in the hundreds) cost more than the
+            // pivots themselves.
+            let covered: Vec<(usize, usize)> = partition
+                .unit_row
+                .iter()
+                .enumerate()
+                .filter(|&(_, &unit)| unit != NONE)
+                .map(|(j, &unit)| (j, unit))
+                .collect();
+            let a_wc = faer::Mat::from_fn(covered.len(), m, |t, c| partition.full[c][covered[t].0]);
+            let s_inv = faer::Mat::from_fn(m, m, |c, k| inverse[(c, k)]);
+            let product = &a_wc * &s_inv;
+            for (k, column) in stored.iter_mut().enumerate() {
+                for (t, &(_, unit)) in covered.iter().enumerate() {
+                    column[unit] = -product[(t, k)];
                 }
             }
         }
@@ -67,10 +92,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
         for (k, &j) in partition.uncovered.iter().enumerate() {
             k_pos[j] = k;
         }
-        let column_max = stored
-            .iter()
-            .map(|c| c.iter().fold(0.0_f64, |m, x| m.max(x.abs())))
-            .collect();
+        let column_max = stored.iter().map(|c| max_abs(c)).collect();
         Some(Self {
             n,
             k_rows: partition.uncovered,
@@ -115,13 +137,8 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
             if pivot_entry == 0.0 {
                 continue;
             }
-            // x − āᵢ x_r / ā_r on every row (zero at r), then row r itself:
-            // branch-free, so that it vectorizes.
-            for (x, &a) in column.iter_mut().zip(abar) {
-                *x -= a * pivot_entry;
-            }
-            column[r] = pivot_entry;
-            *largest = column.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+            // x − āᵢ x_r / ā_r on every row (zero at r), then row r itself.
+            *largest = update_column(column, abar, pivot_entry, r);
         }
         let leaving = basis[r];
         if leaving < n {
@@ -132,8 +149,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
                 .enumerate()
                 .map(|(i, &a)| if i == r { inv } else { -a * inv })
                 .collect();
-            self.column_max
-                .push(column.iter().fold(0.0_f64, |m, x| m.max(x.abs())));
+            self.column_max.push(max_abs(&column));
             self.columns.push(column);
             self.k_pos[leaving] = self.k_rows.len();
             self.k_rows.push(leaving);
@@ -164,4 +180,45 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
     fn refactor_period(&self, refactor_every: usize) -> usize {
         refactor_every.max(self.k_rows.len())
     }
+}
+
+/// max |xᵢ| (0 for an empty slice), in eight independent lanes so that it
+/// vectorizes: a pivot recomputes it for every stored column, and the serial
+/// `fold` of `f64::max` took longer than the column's update itself.
+fn max_abs(x: &[f64]) -> f64 {
+    let mut lanes = [0.0_f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            *lane = if a > *lane { a } else { *lane };
+        }
+    }
+    let most = lanes.iter().fold(0.0_f64, |m, &v| m.max(v));
+    tail.iter().fold(most, |m, v| m.max(v.abs()))
+}
+
+/// x ← x − p·ā on every row, then x_r ← p; returns max |xᵢ| afterwards. One
+/// pass in eight lanes, branch-free, so that it vectorizes.
+fn update_column(x: &mut [f64], abar: &[f64], p: f64, r: usize) -> f64 {
+    let mut lanes = [0.0_f64; 8];
+    let mut chunks = x.chunks_exact_mut(8);
+    let mut a_chunks = abar.chunks_exact(8);
+    for (chunk, a) in (&mut chunks).zip(&mut a_chunks) {
+        for ((lane, v), &a) in lanes.iter_mut().zip(chunk).zip(a) {
+            *v -= a * p;
+            let m = v.abs();
+            *lane = if m > *lane { m } else { *lane };
+        }
+    }
+    let mut most = lanes.iter().fold(0.0_f64, |m, &v| m.max(v));
+    for (v, &a) in chunks.into_remainder().iter_mut().zip(a_chunks.remainder()) {
+        *v -= a * p;
+        most = most.max(v.abs());
+    }
+    // Row r: its update above gave x_r − ā_r p ≈ 0, which the maximum may
+    // have counted; that rounding residue is below every other entry's scale.
+    x[r] = p;
+    most.max(p.abs())
 }
