@@ -105,7 +105,9 @@ fn tower_stands_for_ten_seconds_with_its_gaps_and_energy() {
 /// (t = 0.53 s); linearization leaves tens of µm on the steps of the impacts.
 #[test]
 fn generated_pile_iterations_follow_a_contact_across_features() {
-    let mut sim = Simulation::new(generate::pile(22).unwrap_or_else(|e| panic!("{e}")));
+    // The piles as first generated: spheres and boxes only.
+    let shapes = [generate::PileShape::Sphere, generate::PileShape::Box];
+    let mut sim = Simulation::new(generate::pile_of(22, &shapes).unwrap_or_else(|e| panic!("{e}")));
     let (deepest, rise, unsolved) = guarantees(&mut sim, 0.6);
     assert_eq!(unsolved, 0);
     assert!(deepest >= -1e-4, "deepest gap {deepest} m");
@@ -119,5 +121,23 @@ fn generated_piles_have_the_bodies_asked_for() {
         assert_eq!(pile.model.dof(), 6 * n, "pile of {n}");
         assert_eq!(pile.params.dt, 0.005);
         assert_eq!(pile.params.edges, 8);
+    }
+}
+
+/// `scenes/pile_100.ron` is the scale benchmark's pile of 100: spheres,
+/// boxes and capsules in loose layers.
+#[test]
+fn pile_100_is_the_generated_pile_of_100() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile_100.ron");
+    let shipped = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        shipped == generate::pile_source(100),
+        "scenes/pile_100.ron differs from generate::pile_source(100)"
+    );
+    let scene = scene::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(scene.model.dof(), 600);
+    for kind in ["sphere", "box", "capsule"] {
+        let count = shipped.matches(&format!("(name: \"{kind}")).count();
+        assert!(count >= 33, "{count} bodies named {kind}*");
     }
 }

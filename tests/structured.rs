@@ -5,7 +5,9 @@
 //! capsules pushed into each other, 1–60 contacts, k = 3–16 friction
 //! directions in space (the two-direction law in the plane).
 //!
-//! Both must give the same status; every solution they call solved has a
+//! Both — and the structured solver forced into its product form
+//! (`LemkeOptions::product_form_from` 0, the representation of large
+//! islands) — must give the same status; every solution they call solved has a
 //! relative complementarity residual of at most 1e-10 on the dense matrix.
 //! Where the solution is unique they must agree: the frictionless problem
 //! (the c_n block of (29)) of contacts whose normal Delassus matrix ñᵀWñ is
@@ -135,6 +137,12 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
     let mut rng = StdRng::seed_from_u64(20261125);
     let h = 0.005;
     let options = LemkeOptions::default();
+    // The product form over the KKT factorization, which large islands
+    // use, on every size.
+    let product_form = LemkeOptions {
+        product_form_from: 0,
+        ..LemkeOptions::default()
+    };
     let (mut cases, mut solved, mut unique) = (0, 0, 0);
     let mut sizes = Vec::new();
     while cases < 60 {
@@ -169,16 +177,23 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
         )
         .expect("valid options");
         let structured = lcp::solve_structured(&operator, &q, &options).expect("valid options");
-        assert_eq!(
-            reference.status,
-            structured.status,
-            "case {cases}: {} contacts, LCP size {}",
-            contacts.len(),
-            dense.nrows()
-        );
+        let product = lcp::solve_structured(&operator, &q, &product_form).expect("valid options");
+        for (name, other) in [("structured", &structured), ("product form", &product)] {
+            assert_eq!(
+                reference.status,
+                other.status,
+                "case {cases} ({name}): {} contacts, LCP size {}",
+                contacts.len(),
+                dense.nrows()
+            );
+        }
         if reference.status == LcpStatus::Solved {
             solved += 1;
-            for (name, z) in [("dense", &reference.z), ("structured", &structured.z)] {
+            for (name, z) in [
+                ("dense", &reference.z),
+                ("structured", &structured.z),
+                ("product form", &product.z),
+            ] {
                 let r = residual(&dense, &q, z);
                 assert!(r <= 1e-10, "case {cases}: {name} residual {r:e}");
             }
@@ -203,20 +218,23 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
             &options,
         )
         .expect("valid options");
-        let structured = lcp::solve_structured(&principal, &q_n, &options).expect("valid options");
         assert_eq!(
             reference.status,
             LcpStatus::Solved,
             "a P-matrix LCP is solvable"
         );
-        assert_eq!(structured.status, LcpStatus::Solved);
-        let scale = reference.z.amax().max(1e-12);
-        let difference = (&reference.z - &structured.z).amax();
-        assert!(
-            difference <= 1e-9 * scale,
-            "case {cases}: unique frictionless solutions differ by {difference:e} (scale {scale:e})"
-        );
-        assert!(residual(&block, &q_n, &structured.z) <= 1e-10);
+        for (name, options) in [("structured", &options), ("product form", &product_form)] {
+            let structured =
+                lcp::solve_structured(&principal, &q_n, options).expect("valid options");
+            assert_eq!(structured.status, LcpStatus::Solved, "{name}");
+            let scale = reference.z.amax().max(1e-12);
+            let difference = (&reference.z - &structured.z).amax();
+            assert!(
+                difference <= 1e-9 * scale,
+                "case {cases} ({name}): unique frictionless solutions differ by {difference:e} (scale {scale:e})"
+            );
+            assert!(residual(&block, &q_n, &structured.z) <= 1e-10);
+        }
     }
     // The draw covers what the property is about.
     let most = sizes.iter().map(|s| s.0).max().unwrap_or(0);

@@ -32,9 +32,15 @@
 //!   rows of the basic w's, max |B⁻¹| — the scale that tells a pivot entry
 //!   from rounding noise — is only bounded, not known, and piles of boxes
 //!   then failed steps that the tableau solves.)
+//!   From [`LemkeOptions::product_form_from`] unknowns on (large islands,
+//!   where m reaches the hundreds) B⁻¹ is kept in product form over a
+//!   factorization of that block ([`product_form`]): for contacts, the
+//!   sparse LU of its KKT form through the bodies' mass blocks and the
+//!   contact Jacobians, Lloyd's per-pivot system, with max |B⁻¹| estimated.
 
 mod compressed;
 mod dense;
+mod product_form;
 
 use super::{Lcp, LcpError, LcpMatrix, LcpSolution, LcpStatus, Validation};
 use nalgebra::{DMatrix, DVector};
@@ -78,6 +84,11 @@ pub struct LemkeOptions {
     /// A `Solved` result whose relative residual exceeds this is reported as
     /// `NumericalFailure` instead.
     pub max_residual: f64,
+    /// [`solve_structured`] keeps B⁻¹ in product form over a factorization
+    /// of the basis block ([`product_form`]: the matrix's own, e.g. a
+    /// contact problem's sparse KKT form) from this many unknowns on, and
+    /// the compressed tableau ([`compressed`]) below.
+    pub product_form_from: usize,
 }
 
 impl Default for LemkeOptions {
@@ -92,9 +103,21 @@ impl Default for LemkeOptions {
             tolerance: 1e-12,
             refactor_every: 64,
             max_residual: 1e-6,
+            product_form_from: PRODUCT_FORM_FROM,
         }
     }
 }
+
+/// The default of [`LemkeOptions::product_form_from`]. Below it the
+/// compressed tableau is cheaper than any factorization's set-up, and on
+/// the degenerate LCPs of resting stacks (a tower of boxes, 480 unknowns)
+/// its exactly tracked noise scale took better pivot paths than the product
+/// form's estimate (the tower crept after 6 s and the 22-body generated
+/// pile took twice the pivots with the product form from 200 on); above
+/// it the compressed tableau's O(m³ + n·m²) factorizations and O(n·m)
+/// pivots, with m in the hundreds on a pile of 100 bodies, cost seconds a
+/// step.
+pub const PRODUCT_FORM_FROM: usize = 800;
 
 /// The default pivot limit for a problem of size n: generous enough for
 /// Murty's exponential example up to n = 13, small enough to stop a runaway.
@@ -146,7 +169,11 @@ pub fn solve_structured<M: LcpMatrix + ?Sized>(
     if q.iter().any(|x| !x.is_finite()) {
         return Err(LcpError::NotFinite { what: "q" });
     }
-    solve_with::<M, compressed::CompressedBasis>(m, q, options)
+    if n >= options.product_form_from {
+        solve_with::<M, product_form::ProductForm>(m, q, options)
+    } else {
+        solve_with::<M, compressed::CompressedBasis>(m, q, options)
+    }
 }
 
 /// [`solve`] and [`solve_structured`] with the representation `F`.
@@ -292,7 +319,7 @@ fn feasible_warm<M: LcpMatrix + ?Sized>(
         covering: Vec::new(),
         n,
     };
-    let x = Partition::of(&columns, &basis)?.solve(&columns, q.as_slice())?;
+    let x = solve_basis(&columns, &basis, q.as_slice(), options.product_form_from)?;
     let floor = options.tolerance * q.amax().max(1.0);
     if x.iter().any(|v| !(v.is_finite() && *v >= -floor)) {
         return None;
@@ -314,6 +341,28 @@ fn feasible_warm<M: LcpMatrix + ?Sized>(
         basis: (0..n).filter(|&i| basis[i] >= n).collect(),
         warm_started: true,
     })
+}
+
+/// x with B x = b for the basis `basis`, from a fresh factorization: an LU
+/// of A_KC through the [`Partition`] below `product_form_from` unknowns,
+/// [`product_form::ProductForm`]'s factorization of the same block (the
+/// matrix's own, e.g. a contact problem's sparse KKT form) from there on.
+/// `None` if B is singular or x is not finite.
+fn solve_basis<M: LcpMatrix + ?Sized>(
+    columns: &Columns<'_, M>,
+    basis: &[Var],
+    b: &[f64],
+    product_form_from: usize,
+) -> Option<Vec<f64>> {
+    let x = if columns.n >= product_form_from {
+        let factor = product_form::ProductForm::factor(columns, basis)?;
+        let mut x = vec![0.0; columns.n];
+        factor.solve_initial(columns, b, &mut x);
+        x
+    } else {
+        Partition::of(columns, basis)?.solve(columns, b)?
+    };
+    x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
 /// The complementary bases tried after a ray: {0}, {1}, …, then {0,1}, {0,2}, ….
@@ -535,6 +584,7 @@ struct Tableau<'a, M: ?Sized, F> {
     tolerance: f64,
     refactor_every: usize,
     max_residual: f64,
+    product_form_from: usize,
     lexicographic: bool,
     /// Set when a basis repeats: rounding broke the lexicographic order.
     cycled: bool,
@@ -576,6 +626,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             tolerance: options.tolerance,
             refactor_every: options.refactor_every.max(1),
             max_residual: options.max_residual,
+            product_form_from: options.product_form_from,
             lexicographic: options.lexicographic,
             cycled: false,
             entering: None,
@@ -829,10 +880,14 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             // A fresh LU solve of the final basis is usually the more accurate;
             // on a nearly singular basis the tableau's own q̄ can be better. Keep
             // whichever satisfies the LCP better.
-            let refined = Partition::of(&self.columns, &self.basis)
-                .and_then(|p| p.solve(&self.columns, self.q.as_slice()))
-                .filter(|x| x.iter().all(|v| v.is_finite()))
-                .map(|x| self.z_from(&x));
+            let refined = solve_basis(
+                &self.columns,
+                &self.basis,
+                self.q.as_slice(),
+                self.product_form_from,
+            )
+            .filter(|x| x.iter().all(|v| v.is_finite()))
+            .map(|x| self.z_from(&x));
             let mut best: Option<(DVector<f64>, DVector<f64>, f64)> = None;
             for z in std::iter::once(from_tableau).chain(refined) {
                 let (w, check) = self.check(&z);

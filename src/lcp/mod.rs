@@ -39,6 +39,41 @@ pub trait LcpMatrix {
     /// max |Mᵢⱼ| or an upper bound within a small factor of it: the scale of
     /// rounding noise in products with M.
     fn magnitude(&self) -> f64;
+    /// out += Mᵀ x for x given by its nonzeros (the rows of B⁻¹ that
+    /// Lemke's lexicographic test asks for). The default reads entries.
+    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        for &(i, value) in x {
+            for (j, o) in out.iter_mut().enumerate() {
+                let m = self.entry(i, j);
+                if m != 0.0 {
+                    *o += value * m;
+                }
+            }
+        }
+    }
+    /// A factorization of S = [−M_KC | −d_K], the block of a Lemke basis
+    /// that its unit columns do not cover: the rows `rows` (K), the columns
+    /// of M at `columns` (the basic z's), then −d on K when a covering
+    /// vector d is given (z₀ basic). `None` when the matrix knows no cheaper
+    /// way than forming S (the caller then factors it densely) or S is
+    /// singular.
+    fn factor_block(
+        &self,
+        rows: &[usize],
+        columns: &[usize],
+        covering: Option<&[f64]>,
+    ) -> Option<Box<dyn BlockSolver>> {
+        let _ = (rows, columns, covering);
+        None
+    }
+}
+
+/// A factorization of a square block S of a Lemke basis ([`LcpMatrix::factor_block`]).
+pub trait BlockSolver {
+    /// b ← S⁻¹ b.
+    fn solve(&self, b: &mut [f64]);
+    /// b ← S⁻ᵀ b.
+    fn solve_transpose(&self, b: &mut [f64]);
 }
 
 impl LcpMatrix for DMatrix<f64> {
@@ -53,6 +88,14 @@ impl LcpMatrix for DMatrix<f64> {
     fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
         for (o, m) in out.iter_mut().zip(self.column(j).iter()) {
             *o += alpha * m;
+        }
+    }
+
+    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        for &(i, value) in x {
+            for (o, m) in out.iter_mut().zip(self.row(i).iter()) {
+                *o += value * m;
+            }
         }
     }
 
