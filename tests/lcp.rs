@@ -480,3 +480,52 @@ fn siconos_errors_name_file_line_column_and_field() {
         assert_eq!(error.to_string(), expected);
     }
 }
+
+/// `lcp::backward_error` measures each row against the magnitude of its own
+/// terms ρᵢ = |qᵢ| + Σⱼ |Mᵢⱼ zⱼ| (closed forms on M = I, q = (−1, 2), whose
+/// solution is z = (1, 0), w = (0, 2)), and sees a row of large terms as
+/// exact where `Validation` sees zᵢwᵢ.
+#[test]
+fn backward_error_measures_each_row_against_its_terms() {
+    let m = DMatrix::<f64>::identity(2, 2);
+    let q = DVector::from_vec(vec![-1.0, 2.0]);
+    let error = |z: [f64; 2], w: [f64; 2]| {
+        lcp::backward_error(
+            &m,
+            &q,
+            &DVector::from_vec(z.to_vec()),
+            &DVector::from_vec(w.to_vec()),
+        )
+    };
+    assert_eq!(error([1.0, 0.0], [0.0, 2.0]), 0.0);
+    // w₀ off by 1e-10 where z₀ = 1 pushes: ρ₀ = |q₀| + |z₀| = 2.
+    assert_eq!(error([1.0, 0.0], [1e-10, 2.0]), 5e-11);
+    // A negative slack: ρ₁ = |q₁| = 2.
+    assert_eq!(error([1.0, 0.0], [0.0, -1e-8]), 5e-9);
+    // A negative impulse must be set to zero: row 1 changes by 1e-9 of ρ₁ =
+    // 2 + 1e-9.
+    let negative = error([1.0, -1e-9], [0.0, 2.0 - 1e-9]);
+    assert!(
+        (negative - 1e-9 / (2.0 + 1e-9)).abs() <= 1e-24,
+        "{negative}"
+    );
+    // Both z₁ and w₁ positive: setting z₁ = 1 to zero changes row 1 by
+    // |z₁|/ρ₁ = 1/3, moving q₁ by w₁ = 3 is 3/3: the smaller counts.
+    assert!((error([1.0, 1.0], [0.0, 3.0]) - 1.0 / 3.0).abs() <= 1e-15);
+
+    // The Delassus block of a 1 kg box under a 10⁷ kg one, with the exact
+    // impulses ≈ 1e6 N·s (weights times g h): w = M z + q rounds at ≈ 1e-10,
+    // so zᵢwᵢ is ≈ 1e-4 of ‖q‖ while every row is exact to a few units of
+    // roundoff of its terms.
+    let heavy = Lcp::new(
+        DMatrix::from_row_slice(2, 2, &[1.0, -1.0, -1.0, 1.0 + 1e-7]),
+        DVector::from_vec(vec![-0.0981, 0.0]),
+    )
+    .expect("square");
+    let z = DVector::from_vec(vec![0.0981 * (1.0 + 1e7), 0.0981e7]);
+    let w = &heavy.m * &z + &heavy.q;
+    let backward = lcp::backward_error(&heavy.m, &heavy.q, &z, &w);
+    let relative = heavy.validate(&z).relative();
+    assert!(backward <= 1e-15, "{backward}");
+    assert!(relative > 1e-5, "{relative}");
+}

@@ -82,13 +82,22 @@ pub struct LemkeOptions {
     /// average than an update).
     pub refactor_every: usize,
     /// A `Solved` result whose relative residual exceeds this is reported as
-    /// `NumericalFailure` instead.
+    /// `NumericalFailure` instead, unless it passes `max_backward_error`.
     pub max_residual: f64,
     /// [`solve_structured`] keeps B⁻¹ in product form over a factorization
     /// of the basis block ([`product_form`]: the matrix's own, e.g. a
     /// contact problem's sparse KKT form) from this many unknowns on, and
     /// the compressed tableau ([`compressed`]) below.
     pub product_form_from: usize,
+    /// A `Solved` result that fails `max_residual` is still accepted when its
+    /// basis, solved afresh and refined twice with the residual M z + q from
+    /// M's own products, has a componentwise backward error
+    /// ([`super::backward_error`]) of at most this: every row exact to within
+    /// this fraction of the terms it is summed from. Rows of a light body
+    /// carrying a heavy one sum terms 10⁶ times the data, and their rounding
+    /// alone fails `max_residual`; a wrong basis leaves some row violated by
+    /// a physical amount, far above roundoff relative to its terms.
+    pub max_backward_error: f64,
 }
 
 impl Default for LemkeOptions {
@@ -104,6 +113,7 @@ impl Default for LemkeOptions {
             refactor_every: 64,
             max_residual: 1e-6,
             product_form_from: PRODUCT_FORM_FROM,
+            max_backward_error: 1e-13,
         }
     }
 }
@@ -320,25 +330,47 @@ fn feasible_warm<M: LcpMatrix + ?Sized>(
         n,
     };
     let x = solve_basis(&columns, &basis, q.as_slice(), options.product_form_from)?;
+    let basic: Vec<usize> = (0..n).filter(|&i| basis[i] >= n).collect();
     let floor = options.tolerance * q.amax().max(1.0);
-    if x.iter().any(|v| !(v.is_finite() && *v >= -floor)) {
-        return None;
-    }
-    let mut z = DVector::zeros(n);
-    for (row, &var) in basis.iter().enumerate() {
-        if var >= n {
-            z[var - n] = x[row].max(0.0);
+    if x.iter().all(|v| v.is_finite() && *v >= -floor) {
+        let mut z = DVector::zeros(n);
+        for (row, &var) in basis.iter().enumerate() {
+            if var >= n {
+                z[var - n] = x[row].max(0.0);
+            }
+        }
+        let (w, check) = super::validate_with(m, q, &z);
+        let residual = check.relative();
+        if residual <= options.max_residual {
+            return Some(LcpSolution {
+                z,
+                w,
+                status: LcpStatus::Solved,
+                pivots: 0,
+                residual,
+                basis: basic,
+                warm_started: true,
+            });
         }
     }
-    let (w, check) = super::validate_with(m, q, &z);
-    let residual = check.relative();
-    (residual <= options.max_residual).then(|| LcpSolution {
+    // Rounding noise of rows with large terms (a light body under a heavy
+    // one) shows as slightly negative entries and a large zᵢwᵢ; the basis
+    // may still be the solution to working precision.
+    let (z, w) = refined_within_backward_error(
+        &columns,
+        q,
+        &basis,
+        options.product_form_from,
+        options.max_backward_error,
+    )?;
+    let residual = super::validate_with(m, q, &z).1.relative();
+    Some(LcpSolution {
         z,
         w,
         status: LcpStatus::Solved,
         pivots: 0,
         residual,
-        basis: (0..n).filter(|&i| basis[i] >= n).collect(),
+        basis: basic,
         warm_started: true,
     })
 }
@@ -363,6 +395,76 @@ fn solve_basis<M: LcpMatrix + ?Sized>(
         Partition::of(columns, basis)?.solve(columns, b)?
     };
     x.iter().all(|v| v.is_finite()).then_some(x)
+}
+
+/// Refinement steps of [`refined_within_backward_error`]: each gains the
+/// digits the basis's condition number leaves (five at a mass ratio of
+/// 10¹¹), and the residual w = M z + q comes from M's own products, for a
+/// contact problem J(W(Jᵀz)) body by body, so a heavy body's velocity is
+/// not lost in the sum a + b of a light and a heavy inverse mass that an
+/// entry of M holds.
+const REFINEMENT_STEPS: usize = 2;
+
+/// z at the complementary basis `basis` (variables by row), from a fresh
+/// factorization of its block A_KC (as [`solve_basis`]) refined [`REFINEMENT_STEPS`] times, negative entries
+/// set to zero; with w = M z + q, when its componentwise backward error
+/// ([`super::backward_error`]) is at most `limit`. `None` when the basis is
+/// singular or the error is larger: the basis is then not a solution to
+/// working precision.
+fn refined_within_backward_error<M: LcpMatrix + ?Sized>(
+    columns: &Columns<'_, M>,
+    q: &DVector<f64>,
+    basis: &[Var],
+    product_form_from: usize,
+    limit: f64,
+) -> Option<(DVector<f64>, DVector<f64>)> {
+    let n = columns.n;
+    // One factorization of the basis block for the solve and its
+    // refinements, as in `solve_basis`.
+    let (partition, product) = if n >= product_form_from {
+        (
+            None,
+            Some(product_form::ProductForm::factor(columns, basis)?),
+        )
+    } else {
+        (Some(Partition::of(columns, basis)?), None)
+    };
+    let solve = |b: &[f64]| -> Option<Vec<f64>> {
+        let x = match (&partition, &product) {
+            (Some(partition), _) => partition.solve(columns, b)?,
+            (None, Some(product)) => {
+                let mut x = vec![0.0; n];
+                product.solve_initial(columns, b, &mut x);
+                x
+            }
+            (None, None) => return None,
+        };
+        x.iter().all(|v| v.is_finite()).then_some(x)
+    };
+    let x = solve(q.as_slice())?;
+    let mut z = DVector::zeros(n);
+    for (row, &var) in basis.iter().enumerate() {
+        if (n..2 * n).contains(&var) {
+            z[var - n] = x[row];
+        }
+    }
+    for _ in 0..REFINEMENT_STEPS {
+        // B δ = q − B x is w on the rows K of the basic z's (and zero on the
+        // rows of the basic w's, whose values are w itself): δ_C = A_KC⁻¹ w_K.
+        let w = super::product_plus(columns.m, &z, q);
+        let delta = solve(w.as_slice())?;
+        for (row, &var) in basis.iter().enumerate() {
+            if (n..2 * n).contains(&var) {
+                z[var - n] += delta[row];
+            }
+        }
+    }
+    if !z.iter().all(|v| v.is_finite()) {
+        return None;
+    }
+    z.iter_mut().for_each(|v| *v = v.max(0.0));
+    let w = super::product_plus(columns.m, &z, q);
+    (super::backward_error(columns.m, q, &z, &w) <= limit).then_some((z, w))
 }
 
 /// The complementary bases tried after a ray: {0}, {1}, …, then {0,1}, {0,2}, ….
@@ -585,6 +687,7 @@ struct Tableau<'a, M: ?Sized, F> {
     refactor_every: usize,
     max_residual: f64,
     product_form_from: usize,
+    max_backward_error: f64,
     lexicographic: bool,
     /// Set when a basis repeats: rounding broke the lexicographic order.
     cycled: bool,
@@ -627,6 +730,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             refactor_every: options.refactor_every.max(1),
             max_residual: options.max_residual,
             product_form_from: options.product_form_from,
+            max_backward_error: options.max_backward_error,
             lexicographic: options.lexicographic,
             cycled: false,
             entering: None,
@@ -905,8 +1009,23 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             (from_tableau, w, check.relative())
         };
         let n = self.n;
+        let (mut z, mut w, mut residual) = (z, w, residual);
         if status == LcpStatus::Solved && (residual.is_nan() || residual > self.max_residual) {
-            status = LcpStatus::NumericalFailure;
+            // See `LemkeOptions::max_backward_error`.
+            match refined_within_backward_error(
+                &self.columns,
+                self.q,
+                &self.basis,
+                self.product_form_from,
+                self.max_backward_error,
+            ) {
+                Some((refined_z, refined_w)) => {
+                    residual =
+                        Validation::of(&refined_z, &refined_w, self.q.amax().max(1.0)).relative();
+                    (z, w) = (refined_z, refined_w);
+                }
+                None => status = LcpStatus::NumericalFailure,
+            }
         }
         let basis = self
             .basis

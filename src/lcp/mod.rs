@@ -116,6 +116,71 @@ pub fn validate_with<M: LcpMatrix + ?Sized>(
     (w, check)
 }
 
+/// The componentwise backward error of z as a solution of LCP(M, q), with
+/// w = M z + q as computed: the largest relative change of one row's data
+/// that makes (z, w) exactly complementary. Row i is measured against the
+/// magnitude of the terms it is summed from, ρᵢ = |qᵢ| + Σⱼ |Mᵢⱼ zⱼ|, so a
+/// row whose w is exact to working precision scores about the unit
+/// roundoff however large its terms:
+/// - wᵢ < 0 needs qᵢ raised by −wᵢ: −wᵢ/ρᵢ;
+/// - zᵢ > 0 with wᵢ > 0 needs either qᵢ lowered by wᵢ (wᵢ/ρᵢ) or zᵢ set to
+///   zero, which changes every row k by |Mₖᵢ zᵢ|/ρₖ; the smaller counts;
+/// - zᵢ < 0 must be set to zero, as above.
+///
+/// [`Validation::relative`] divides every violation by max(1, ‖q‖∞) and
+/// multiplies complementarity by zᵢ: a box of 1 kg under one of 10⁶ kg
+/// carries zᵢ ≈ 10⁵ N·s through contacts whose wᵢ can only be computed to
+/// ≈ 10⁻¹¹ m/s (the sum of impulses of 10⁵ on a body of 1 kg), so zᵢwᵢ is
+/// 10⁻⁶ of ‖q‖ for a solution exact to working precision. Relative to ρᵢ
+/// that row scores 10⁻¹⁶. Costs one column of M per nonzero zⱼ.
+pub fn backward_error<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    z: &DVector<f64>,
+    w: &DVector<f64>,
+) -> f64 {
+    let n = q.len();
+    let mut terms: Vec<f64> = q.iter().map(|x| x.abs()).collect();
+    let mut columns: Vec<(usize, Vec<f64>)> = Vec::new();
+    for (j, &zj) in z.iter().enumerate() {
+        if zj == 0.0 {
+            continue;
+        }
+        let mut column = vec![0.0; n];
+        m.add_column(j, zj, &mut column);
+        for (t, c) in terms.iter_mut().zip(&column) {
+            *t += c.abs();
+        }
+        columns.push((j, column));
+    }
+    // A row with no terms has w = 0 exactly.
+    let relative = |x: f64, row: usize| {
+        if x == 0.0 {
+            0.0
+        } else {
+            x.abs() / terms[row].max(f64::MIN_POSITIVE)
+        }
+    };
+    let mut unset = vec![0.0_f64; n];
+    for (j, column) in &columns {
+        unset[*j] = column
+            .iter()
+            .enumerate()
+            .fold(0.0_f64, |e, (k, &c)| e.max(relative(c, k)));
+    }
+    (0..n).fold(0.0_f64, |worst, i| {
+        let sign = if z[i] < 0.0 { unset[i] } else { 0.0 };
+        let slack = if w[i] < 0.0 {
+            relative(w[i], i)
+        } else if z[i] > 0.0 {
+            relative(w[i], i).min(unset[i])
+        } else {
+            0.0
+        };
+        worst.max(sign).max(slack)
+    })
+}
+
 /// M z + q through [`LcpMatrix::add_product`].
 pub fn product_plus<M: LcpMatrix + ?Sized>(
     m: &M,
@@ -281,7 +346,9 @@ pub struct LcpSolution {
     /// Pivots taken, counting the first one that brings in the artificial variable
     /// (and, after a failed warm start, the pivots of both attempts).
     pub pivots: usize,
-    /// max(max(−z), max(−w), max|zᵢwᵢ|) relative to max(1, ‖q‖∞).
+    /// max(max(−z), max(−w), max|zᵢwᵢ|) relative to max(1, ‖q‖∞). A `Solved`
+    /// result can exceed [`LemkeOptions::max_residual`] here when it passed
+    /// [`LemkeOptions::max_backward_error`] instead.
     pub residual: f64,
     /// Indices i whose zᵢ is basic at the end: pass it back as a warm start.
     pub basis: Vec<usize>,
