@@ -964,7 +964,9 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
     /// other contacts; measured, a spatial stack of 1 kg under 10⁶ kg ended
     /// on such a false ray.
     fn row_max(&self, i: usize) -> f64 {
-        if self.binv_max <= 1.0 {
+        // A row of the product form costs a solve with the factorization;
+        // its large islands keep the global bound.
+        if self.binv_max <= 1.0 || self.n >= self.product_form_from {
             return self.binv_max;
         }
         self.factor
