@@ -1,6 +1,6 @@
-//! The contact LCP (29) as every scheme solves it: split into independent
-//! islands, warm-started by contact identity, with the fallbacks every scheme
-//! shares.
+//! The contact problem every scheme poses, and the one solver of it: what
+//! a solve gave ([`ContactSolution`], whatever the form and the method), the
+//! warm start by contact identity, and the fallbacks every scheme shares.
 //!
 //! Two contacts are coupled in (29) only through a body they share (the
 //! entries of JᵀWJ are sums over shared body blocks, and Ẽ and μ̃ stay within
@@ -12,33 +12,25 @@
 //! solved by Lemke on the operator [`ContactLcp`] (Lloyd's method,
 //! [`crate::lcp::solve_structured`]), never forming M. A dense W (a
 //! generalized linear system, or Anitescu–Potra's joints' Schur complement)
-//! couples everything and keeps the dense tableau.
+//! couples everything and keeps the dense tableau ([`dense`]); Moreau–Jean's
+//! planar LCP (33) is solved there too.
 
-use super::assembly::{Impulses, Layout};
+mod dense;
+
+pub use dense::{Regularized, solve_or_fail, solve_regularized};
+
+use super::assembly::Layout;
 use super::contact_lcp::ContactLcp;
+use super::glocker_studer::PlanarImpulse;
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
-use super::warm::WarmStart;
+use super::warm::{Form, WarmStart};
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{FrictionCone, Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-
-/// Lemke on an assembled LCP. A rejected warm start is retried cold; a
-/// rejected problem (non-finite data from a diverging state) is a numerical
-/// failure of the step, never a panic.
-pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
-    let cold = || LemkeOptions {
-        warm_start: None,
-        warm_fallback: None,
-        ..options.clone()
-    };
-    lcp::solve(problem, options)
-        .or_else(|_| lcp::solve(problem, &cold()))
-        .unwrap_or_else(|_| failed_solution(problem.size()))
-}
 
 /// [`solve_or_fail`] for an operator.
 fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
@@ -56,7 +48,7 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
         .unwrap_or_else(|_| failed_solution(m.size()))
 }
 
-fn failed_solution(n: usize) -> LcpSolution {
+pub(super) fn failed_solution(n: usize) -> LcpSolution {
     LcpSolution {
         z: DVector::zeros(n),
         w: DVector::zeros(n),
@@ -68,29 +60,22 @@ fn failed_solution(n: usize) -> LcpSolution {
     }
 }
 
-/// How a [`solve_regularized`] call ended: the solution, the LCP it solves
-/// when a fallback produced it, and the ladder level that solved it (0: the
-/// problem itself; i: the i-th regularization), to start the next step at.
-pub struct Regularized {
-    /// Lemke's result (pivots count every attempt).
-    pub solution: LcpSolution,
-    /// The regularized LCP the solution solves, when it is not `problem`.
-    pub fallback: Option<Lcp>,
-    /// The level that solved it (or the last one tried).
-    pub level: usize,
-}
-
 /// One attempt of the regularization ladder: the level (0: none), whether
 /// the scheme's relaxed right-hand side is used, and whether the warm start
 /// is given.
-type Attempt = (usize, bool, bool);
+pub(super) type Attempt = (usize, bool, bool);
 
 /// The attempts of the ladder for an LCP of `size` unknowns whose previous
 /// solve needed level `first`: that level on the problem itself (warm) when
 /// the LCP has at least [`StepSettings::remember_regularization_from`]
 /// unknowns, then the problem itself (warm), then each level on the relaxed
 /// problem (cold).
-fn ladder(size: usize, levels: usize, settings: &StepSettings, first: usize) -> Vec<Attempt> {
+pub(super) fn ladder(
+    size: usize,
+    levels: usize,
+    settings: &StepSettings,
+    first: usize,
+) -> Vec<Attempt> {
     let first = if size >= settings.remember_regularization_from {
         first.min(levels)
     } else {
@@ -102,67 +87,6 @@ fn ladder(size: usize, levels: usize, settings: &StepSettings, first: usize) -> 
         .chain(std::iter::once((0, false, true)))
         .chain((1..=levels).map(|l| (l, true, false)))
         .collect()
-}
-
-/// Lemke on `problem` and, while it is not solved, on `relaxed` (the same LCP
-/// with the scheme's own relaxation, or `problem` again) with a compliance of
-/// each [`StepSettings::regularization`] times the largest diagonal entry
-/// added to the first `blocks` diagonal entries (those of JᵀM⁻¹J).
-///
-/// Dependent normals (a box held by more contacts than it has freedoms) make
-/// the tableau's bases nearly singular; the compliance, far below anything
-/// visible, separates the dependent rows. A settled pile of boxes needs it on
-/// every step, and a failed unregularized attempt costs a cold start of
-/// thousands of pivots, so a first attempt adds the compliance of level
-/// `first` (the level that solved the previous step) to `problem` itself, when it
-/// has at least [`StepSettings::remember_regularization_from`] unknowns,
-/// warm; only if that fails does the ladder run from the bottom. The
-/// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
-/// itself when the warm start fails), the relaxed ones cold.
-pub fn solve_regularized(
-    problem: &Lcp,
-    relaxed: Option<&Lcp>,
-    blocks: usize,
-    options: &LemkeOptions,
-    settings: &StepSettings,
-    first: usize,
-) -> Regularized {
-    let cold = LemkeOptions::default();
-    let mut pivots = 0;
-    let mut last = None;
-    let levels = settings.regularization.len();
-    for (level, relax, warm) in ladder(problem.size(), levels, settings, first) {
-        let options = if warm { options } else { &cold };
-        let (candidate, fallback) = if level == 0 {
-            (solve_or_fail(problem, options), None)
-        } else {
-            let base = if relax {
-                relaxed.unwrap_or(problem)
-            } else {
-                problem
-            };
-            let mut next = base.clone();
-            let regularization = settings.regularization[level - 1] * next.m.diagonal().amax();
-            for i in 0..blocks {
-                next.m[(i, i)] += regularization;
-            }
-            (solve_or_fail(&next, options), Some(next))
-        };
-        pivots += candidate.pivots;
-        let solved = candidate.status == LcpStatus::Solved;
-        last = Some(Regularized {
-            solution: LcpSolution {
-                pivots,
-                ..candidate
-            },
-            fallback,
-            level,
-        });
-        if solved {
-            break;
-        }
-    }
-    last.unwrap_or_else(|| unreachable!("the ladder has at least level 0"))
 }
 
 /// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
@@ -218,8 +142,24 @@ pub struct Activation<'a> {
     pub tolerance: f64,
 }
 
-/// What solving a [`ContactProblem`] gave, laid out as (29) over all its
-/// contacts.
+/// How the unknowns of a [`ContactSolution`] are laid out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unknowns {
+    /// The LCP (29): z = (β̃, c̃_n, λ̃), w = (ρ̃, σ̃, ζ̃), contact after contact
+    /// in each block.
+    Pyramid(Layout),
+    /// Glocker–Studer's (33) arranged as (27): z = (Λ_N, Λ_R, ξ_L), w = (ξ_N,
+    /// ξ_R, Λ_L), and each contact's impulses and slip recovered from them
+    /// ((24)–(26)).
+    Planar(Vec<PlanarImpulse>),
+}
+
+/// A solve that failed, as a scheme hands it to the driver.
+pub type Failed = Box<ContactSolution>;
+
+/// What one solve of a contact problem gave, whatever its form (29), (33)
+/// or (24) and its method (Lemke on islands, on a dense tableau, on
+/// equilibrated parts, or NSGS).
 #[derive(Debug, Clone)]
 pub struct ContactSolution {
     /// How it ended: `Solved` when every island was solved, else the status
@@ -229,14 +169,16 @@ pub struct ContactSolution {
     pub residual: f64,
     /// Lemke pivots over every island and every attempt.
     pub pivots: usize,
-    /// The block layout.
-    pub layout: Layout,
-    /// z = (β̃, c̃_n, λ̃), impulses in N·s.
+    /// How z and w are laid out.
+    pub unknowns: Unknowns,
+    /// The unknowns; impulses in N·s.
     pub z: DVector<f64>,
-    /// w = (ρ̃, σ̃, ζ̃).
+    /// The slacks.
     pub w: DVector<f64>,
-    /// W J z: the velocity change of the contact impulses.
-    pub velocity_change: DVector<f64>,
+    /// The velocity after the contact impulses, v* + W J z.
+    pub velocity: DVector<f64>,
+    /// Unknowns of the LCP over the contacts that took part.
+    pub lcp_size: usize,
     /// Independent LCPs solved.
     pub islands: usize,
     /// Size of the largest of them.
@@ -251,12 +193,69 @@ pub struct ContactSolution {
     pub lcp: Option<Lcp>,
 }
 
+impl ContactSolution {
+    /// No contacts: nothing to solve, the velocity is v*.
+    pub fn empty(free: &DVector<f64>) -> Self {
+        Self::failed(free, Layout::of(&[]), LcpStatus::Solved, 0.0)
+    }
+
+    /// A solve that could not be posed (the joints' Schur complement does
+    /// not exist), ending with `status`: no impulses, the velocity v*.
+    pub fn failed(free: &DVector<f64>, layout: Layout, status: LcpStatus, residual: f64) -> Self {
+        Self {
+            status,
+            residual,
+            pivots: 0,
+            unknowns: Unknowns::Pyramid(layout),
+            z: DVector::zeros(layout.size()),
+            w: DVector::zeros(layout.size()),
+            velocity: free.clone(),
+            lcp_size: layout.size(),
+            islands: 0,
+            largest_island: layout.size(),
+            sweeps: 0,
+            active: None,
+            lcp: None,
+        }
+    }
+
+    /// `Ok` when solved, else `Err` with itself (for `?` in a scheme).
+    pub fn solved(self) -> Result<Self, Failed> {
+        if self.status == LcpStatus::Solved {
+            Ok(self)
+        } else {
+            Err(Box::new(self))
+        }
+    }
+
+    /// The index of contact j's normal impulse in z (and of its normal
+    /// velocity in w).
+    pub fn normal_index(&self, j: usize) -> usize {
+        match &self.unknowns {
+            Unknowns::Pyramid(layout) => layout.normal(j),
+            Unknowns::Planar(_) => j,
+        }
+    }
+
+    /// The (29) layout; `None` for (33).
+    pub fn layout(&self) -> Option<Layout> {
+        match &self.unknowns {
+            Unknowns::Pyramid(layout) => Some(*layout),
+            Unknowns::Planar(_) => None,
+        }
+    }
+}
+
 /// The solver of [`ContactProblem`]s and what it remembers between steps:
 /// the bases by contact identity and the regularization that the islands
 /// needed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContactSolver {
     warm: WarmStart,
+    /// The warm start of Moreau–Jean's planar LCP (33): the whole basis,
+    /// reused for the same contact list.
+    #[serde(default)]
+    planar: WarmStart,
     /// The impulses of the last solve in which each contact took part (row
     /// 0: c_n, row i ≥ 1: βᵢ), the centre of the proximal shift.
     impulses: HashMap<ContactId, Vec<f64>>,
@@ -266,9 +265,10 @@ pub struct ContactSolver {
     /// The level that solved the last dense LCP.
     dense_level: usize,
     /// Keep each solve's LCP (for `--dump-lcp`).
+    #[serde(skip)]
     pub keep_lcp: bool,
     /// Solve by NSGS within these limits instead of Lemke (rigid bodies,
-    /// block-diagonal W); set by the stepper from the parameters each step.
+    /// block-diagonal W); set from the parameters each step.
     #[serde(skip)]
     pub nsgs: Option<NsgsLimits>,
     /// NSGS sweeps since [`Self::begin_step`].
@@ -280,6 +280,26 @@ pub struct ContactSolver {
 }
 
 impl ContactSolver {
+    /// A solver's memory as a snapshot kept it: the warm starts of (29) and
+    /// of (33), the last impulses by contact, the ladder levels by body and
+    /// of the dense LCP.
+    pub fn restored(
+        warm: WarmStart,
+        planar: WarmStart,
+        impulses: HashMap<ContactId, Vec<f64>>,
+        levels: HashMap<usize, usize>,
+        dense_level: usize,
+    ) -> Self {
+        Self {
+            warm,
+            planar,
+            impulses,
+            levels,
+            dense_level,
+            ..Self::default()
+        }
+    }
+
     /// Takes the solver of the coming step from `params` (Lemke, or NSGS
     /// with its tolerance and sweep limit) and zeroes its sweep count.
     pub fn begin_step(&mut self, params: &Params) {
@@ -299,32 +319,34 @@ impl ContactSolver {
     /// Forgets the warm start and the regularization levels.
     pub fn clear(&mut self) {
         self.warm.clear();
+        self.planar.clear();
         self.impulses.clear();
         self.levels.clear();
         self.dense_level = 0;
     }
 
     /// Solves `problem`, posed in formulation `form` (a tag for the warm
-    /// start: a basis is reused only in the same formulation). Without a
-    /// previous basis, `frictionless_start` starts Lemke from the basis of the
-    /// frictionless problem (Lloyd §4: the contacts that push without
-    /// friction are the likely active set; friction variables enter from
-    /// there).
+    /// start: a basis is reused only in the same formulation; the form also
+    /// chooses the method, see [`Form`]). The velocity of the solution is
+    /// v* + W J z.
     pub fn solve(
         &mut self,
         problem: &ContactProblem<'_>,
-        form: u32,
-        frictionless_start: bool,
+        form: Form,
         settings: &StepSettings,
     ) -> ContactSolution {
         match problem.map {
             MassInverse::Diagonal(w) => match self.nsgs {
                 Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits),
-                None => {
-                    self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
-                }
+                None => self.solve_islands(
+                    problem,
+                    w.as_slice(),
+                    form,
+                    form.frictionless_start(),
+                    settings,
+                ),
             },
-            MassInverse::Dense(_) => self.solve_dense(problem, form, frictionless_start, settings),
+            MassInverse::Dense(_) => self.solve_dense(problem, form, settings),
         }
     }
 
@@ -358,14 +380,26 @@ impl ContactSolver {
             // A later Lemke solve starts afresh.
             self.warm.clear();
         }
+        // The size of (29) over the contacts that took part (k + 2 unknowns
+        // a contact).
+        let lcp_size = solved.active.as_ref().map_or(layout.size(), |active| {
+            problem
+                .contacts
+                .iter()
+                .zip(active)
+                .filter(|(_, on)| **on)
+                .map(|(c, _)| c.jacobian.friction_count() + 2)
+                .sum()
+        });
         ContactSolution {
             status: solved.status,
             residual: solved.residual,
             pivots: 0,
-            layout,
+            unknowns: Unknowns::Pyramid(layout),
             z: solved.z,
             w: solved.w,
-            velocity_change: solved.velocity_change,
+            velocity: problem.free + solved.velocity_change,
+            lcp_size,
             islands: usize::from(layout.size() > 0),
             largest_island: layout.size(),
             sweeps: solved.sweeps,
@@ -403,7 +437,7 @@ impl ContactSolver {
         &mut self,
         problem: &ContactProblem<'_>,
         w: &[f64],
-        form: u32,
+        form: Form,
         frictionless_start: bool,
         settings: &StepSettings,
     ) -> ContactSolution {
@@ -415,10 +449,11 @@ impl ContactSolver {
             status: LcpStatus::Solved,
             residual: 0.0,
             pivots: 0,
-            layout,
+            unknowns: Unknowns::Pyramid(layout),
             z: DVector::zeros(size),
             w: DVector::zeros(size),
-            velocity_change: DVector::zeros(problem.dof),
+            velocity: problem.free.clone(),
+            lcp_size: size,
             islands: 0,
             largest_island: 0,
             sweeps: 0,
@@ -428,6 +463,7 @@ impl ContactSolver {
             }),
             active: None,
         };
+        let mut velocity_change = DVector::zeros(problem.dof);
         let mut recorded = Vec::new();
         let mut levels = HashMap::default();
         let mut impulses = HashMap::default();
@@ -572,7 +608,7 @@ impl ContactSolver {
                 solution.z[g] = island.z[i];
                 solution.w[g] = island.w[i];
             }
-            lcp.add_velocity_change(&island.z, &mut solution.velocity_change);
+            lcp.add_velocity_change(&island.z, &mut velocity_change);
             for (local_j, &j) in members.iter().enumerate() {
                 let rows = contacts[j].jacobian.friction_count() + 1;
                 impulses.insert(
@@ -590,80 +626,9 @@ impl ContactSolver {
                 self.warm.add(&ids, &friction, local, &basis);
             }
         }
+        // v* + W J z, the impulses summed before v* is added.
+        solution.velocity += &velocity_change;
         solution
-    }
-
-    fn solve_dense(
-        &mut self,
-        problem: &ContactProblem<'_>,
-        form: u32,
-        frictionless_start: bool,
-        settings: &StepSettings,
-    ) -> ContactSolution {
-        let contacts = problem.contacts;
-        let impulses = Impulses::new(contacts, problem.map, problem.dof);
-        let layout = impulses.layout;
-        let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
-        let nb = layout.friction;
-        for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
-            lcp.q[i] += term;
-        }
-        let relaxed = problem.relaxed_normal_terms.map(|terms| {
-            let mut relaxed = lcp.clone();
-            for (j, (term, own)) in terms.iter().zip(problem.normal_terms).enumerate() {
-                relaxed.q[layout.normal(j)] += term - own;
-            }
-            relaxed
-        });
-        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
-        let friction: Vec<usize> = contacts
-            .iter()
-            .map(|c| c.jacobian.friction_count())
-            .collect();
-        let warm_start = self.warm.basis(form, &ids, &friction, layout);
-        let normals = layout.friction..layout.friction + layout.contacts;
-        let warm_fallback = warm_start
-            .as_ref()
-            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
-        let warm_start = warm_start.or_else(|| {
-            frictionless_start
-                .then(|| frictionless_basis(&lcp.m, &lcp.q, layout, false))
-                .flatten()
-        });
-        let options = LemkeOptions {
-            warm_start,
-            warm_fallback,
-            ..LemkeOptions::default()
-        };
-        let regularized = solve_regularized(
-            &lcp,
-            relaxed.as_ref(),
-            layout.friction + layout.contacts,
-            &options,
-            settings,
-            self.dense_level,
-        );
-        self.dense_level = regularized.level;
-        let island = regularized.solution;
-        if island.status == LcpStatus::Solved {
-            self.warm
-                .record(form, &ids, &friction, layout, &island.basis);
-        }
-        let velocity_change = impulses.velocity_change(&island.z);
-        ContactSolution {
-            status: island.status,
-            residual: island.residual,
-            pivots: island.pivots,
-            layout,
-            z: island.z,
-            w: island.w,
-            velocity_change,
-            islands: 1,
-            largest_island: layout.size(),
-            sweeps: 0,
-            lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
-            active: None,
-        }
     }
 }
 
@@ -744,7 +709,7 @@ pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
 /// The basis of the frictionless LCP (ñᵀWñ c̃_n + q_n ≥ 0 ⊥ c̃_n ≥ 0, the c̃_n
 /// block of (29) with β̃ = 0) as indices of (29): the normals that push.
 /// `None` when it is not solved or no normal pushes.
-fn frictionless_basis<M: LcpMatrix + ?Sized>(
+pub(super) fn frictionless_basis<M: LcpMatrix + ?Sized>(
     m: &M,
     q: &DVector<f64>,
     layout: Layout,

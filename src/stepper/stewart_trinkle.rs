@@ -15,20 +15,18 @@
 //!   solved again;
 //! - the nonlinear version (§3.6) repeats the solve with n, D re-evaluated at the
 //!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized);
-//!   whatever `ncp_iterations` says, up to `GAP_ITERATIONS` are taken while the
-//!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
+//!   whatever `ncp_iterations` says, up to [`StepSettings::gap_iterations`]
+//!   are taken while the step ends more than [`StepSettings::gap_tolerance`]
+//!   (relative to the body size) inside.
 
-use super::assembly::Layout;
-use super::report;
+use super::driver::{Advance, Scheme, Step};
+use super::report::EndGap;
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolver};
-use super::{ContactReport, StepReport, StepTimings};
-use crate::lcp::{Lcp, LcpStatus};
-use crate::model::{Contact, ContactId, Model, Other, State};
-use crate::params::Params;
+use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::warm::Form;
+use crate::model::{Contact, ContactId, Other};
 use nalgebra::{DVector, Vector3};
 use rustc_hash::FxHashMap as HashMap;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -61,45 +59,35 @@ fn stand_ins(
     nearest.values().map(|&(i, _)| i).collect()
 }
 
-/// The stepper and what it remembers between steps: the active set and the last
-/// LCP basis (a warm start when the same contacts are active again).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StewartTrinkle {
-    active: BTreeSet<ContactId>,
-    /// The LCP solver with its warm start by contact identity.
-    pub solver: ContactSolver,
-    /// Tolerances and iteration limits.
-    pub settings: StepSettings,
+/// The Stewart–Trinkle scheme (its memory, the active set and the warm
+/// start, is the driver's).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StewartTrinkle;
+
+/// One iterate of §3.6: the solve, vˡ⁺¹, qˡ⁺¹, the contacts solved for, the
+/// deepest gap at qˡ⁺¹ and the gaps there within the margin.
+struct Iterate {
+    solved: ContactSolution,
+    q: DVector<f64>,
+    contacts: Vec<Contact>,
+    deepest: f64,
+    after: Vec<(ContactId, f64)>,
 }
 
-impl StewartTrinkle {
-    /// Forgets the active set and warm start (after a reset or a scene change).
-    pub fn clear(&mut self) {
-        self.active.clear();
-        self.solver.clear();
-    }
-
-    /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
-    /// state is left unchanged and the report carries the status.
-    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
-        let start = Instant::now();
-        let mut timings = StepTimings::default();
+impl Scheme for StewartTrinkle {
+    fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
+        let (model, params, state, settings) = (step.model, step.params, step.state, step.settings);
         let h = params.dt;
-        self.solver.begin_step(params);
         // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
-        let margin = self.settings.contact_margin(model, &state.v, h);
+        let margin = settings.contact_margin(model, &state.v, h);
 
-        let clock = Instant::now();
-        let start_contacts = model.contacts(&state.q, params.friction_edges(), margin);
+        let start_contacts = step.contacts(&state.q, margin);
         let start_gaps = StartGaps::new(&start_contacts);
-        timings.geometry += clock.elapsed();
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
-        let mut pivots = 0;
-        let mut solves = 0;
         let mut result = None;
         let mut best: Option<Iterate> = None;
         let mut previous_deepest = f64::NEG_INFINITY;
@@ -109,17 +97,17 @@ impl StewartTrinkle {
         // then every contact an earlier iteration had to include. Without the
         // memory, a contact that one iteration resolved is no longer violated at
         // the next q̂, drops out, and is violated again: the iterations oscillate.
-        let mut required = self.active.clone();
+        let mut required = step.active.clone();
         let length = model.length_scale();
-        for iteration in 0..asked.max(self.settings.gap_iterations) {
+        for iteration in 0..asked.max(settings.gap_iterations) {
+            let found = step.contacts(&q_hat, margin);
             let clock = Instant::now();
-            let found = model.contacts(&q_hat, params.friction_edges(), margin);
             // f(q̂): which contacts the prediction violates.
             let mut predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
             let at_prediction: BTreeSet<ContactId> = found.iter().map(|c| c.id).collect();
             let mut candidates: Vec<Contact> = found
                 .into_iter()
-                .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
+                .map(|c| secant_contact(c, &start_gaps, &v_hat, h, length, settings))
                 .collect();
             // The contacts of qˡ that q̂ no longer shows, linearized at qˡ
             // (f(qˡ) + h nᵀvˡ⁺¹ ≥ 0, γ = f(qˡ)/h ≥ 0 as the energy bound
@@ -135,12 +123,12 @@ impl StewartTrinkle {
                     candidates.push(c.clone());
                 }
             }
-            timings.geometry += clock.elapsed();
+            step.timings.geometry += clock.elapsed();
             let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
             // The rounds below add only known contacts to `required`, so the
             // stand-ins for vanished ones are fixed for this iteration.
             let stand_ins = stand_ins(&candidates, &predicted, &required, &known);
-            for round in 0..self.settings.active_set_rounds.max(1) {
+            for round in 0..settings.active_set_rounds.max(1) {
                 let selected: Vec<&Contact> = candidates
                     .iter()
                     .zip(&predicted)
@@ -150,21 +138,12 @@ impl StewartTrinkle {
                     })
                     .map(|(_, (c, _))| c)
                     .collect();
-                let solved = self.solve(model, params, &selected, &free, &mut timings);
-                pivots += solved.pivots;
-                solves += 1;
-                if solved.status != LcpStatus::Solved {
-                    return self
-                        .failed(model, params, state, solved, pivots, solves, timings, start);
-                }
-                let v_new = &free + &solved.velocity_change;
-                let q_new = model.integrate(&state.q, &v_new, h);
+                let solved = solve(step, &selected, &free).solved()?;
+                let q_new = model.integrate(&state.q, &solved.velocity, h);
                 // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
-                let clock = Instant::now();
                 // The gaps at qˡ⁺¹ within the margin: the violated ones here,
                 // all of them for the report if this iterate is kept.
-                let after = model.gaps(&q_new, margin);
-                timings.geometry += clock.elapsed();
+                let after = step.gaps(&q_new, margin);
                 let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
                 let missing: Vec<ContactId> = after
                     .iter()
@@ -172,26 +151,25 @@ impl StewartTrinkle {
                     .map(|(id, _)| *id)
                     .collect();
                 let deepest = after.iter().map(|(_, gap)| *gap).fold(0.0, f64::min);
-                let done = missing.is_empty() || round + 1 >= self.settings.active_set_rounds;
+                let done = missing.is_empty() || round + 1 >= settings.active_set_rounds;
                 required.extend(missing);
                 if done {
                     required.extend(chosen);
-                    result = Some((
+                    result = Some(Iterate {
                         solved,
-                        v_new,
-                        q_new,
-                        selected.iter().map(|&c| c.clone()).collect::<Vec<_>>(),
+                        q: q_new,
+                        contacts: selected.iter().map(|&c| c.clone()).collect(),
                         deepest,
                         after,
-                    ));
+                    });
                     break;
                 }
             }
             let Some(latest) = result.take() else {
                 continue;
             };
-            let deepest = latest.4;
-            let converged = deepest >= -self.settings.gap_tolerance * model.length_scale();
+            let deepest = latest.deepest;
+            let converged = deepest >= -settings.gap_tolerance * model.length_scale();
             // The next point of linearization. The iteration v̂ ↦ vˡ⁺¹(v̂)
             // converges linearly (ratio 0.6 on a pile's box corners), so it is
             // extrapolated by Anderson acceleration over the last iterates;
@@ -201,15 +179,15 @@ impl StewartTrinkle {
             // vˡ⁺¹ is taken instead and the history dropped.
             let next = if deepest < previous_deepest {
                 anderson.clear();
-                (&v_hat + &latest.1) * 0.5
+                (&v_hat + &latest.solved.velocity) * 0.5
             } else {
-                anderson.next(&v_hat, &latest.1)
+                anderson.next(&v_hat, &latest.solved.velocity)
             };
             previous_deepest = deepest;
             // Every iterate keeps the energy bound (γ = f(qˡ)/h ≥ 0 with the
             // impulse along its own secant), so the least penetrating one is
             // kept.
-            if best.as_ref().is_none_or(|b: &Iterate| deepest > b.4) || converged {
+            if best.as_ref().is_none_or(|b| deepest > b.deepest) || converged {
                 best = Some(latest);
             }
             if iteration + 1 >= asked && converged {
@@ -218,145 +196,61 @@ impl StewartTrinkle {
             q_hat = model.integrate(&state.q, &next, h);
             v_hat = next;
         }
-        let Some((solved, v_new, q_new, selected, _, after)) = best else {
+        let Some(best) = best else {
             unreachable!("the settings allow at least one round and one iteration");
         };
 
-        // The new state, the next active set, the report.
-        let min_gap = after
+        // The next active set (§4): the contacts that push or touch.
+        let solved = best.solved;
+        let velocity_scale = settings.velocity_scale(&free);
+        let zero = settings.zero;
+        let impulse_zero = zero * solved.z.amax();
+        let active = best
+            .contacts
             .iter()
-            .map(|(_, gap)| *gap)
-            .fold(f64::INFINITY, f64::min);
-        let after: HashMap<ContactId, f64> = after.into_iter().collect();
-        let layout = solved.layout;
-        let scale = solved.velocity_scale;
-        let mut reports = Vec::with_capacity(selected.len());
-        self.active.clear();
-        let mut column = 0;
-        for (j, contact) in selected.iter().enumerate() {
-            let k = contact.jacobian.friction_count();
-            let beta = solved.z.rows(column, k);
-            column += k;
-            let c_n = solved.z[layout.normal(j)];
-            let lambda = solved.z[layout.lambda(j)];
-            let sigma = solved.w[layout.normal(j)];
-            let zero = self.settings.zero;
-            let impulse_tol = zero * solved.z.amax();
-            let state_j = report::contact_state(c_n, impulse_tol, lambda, zero * scale);
-            if c_n > impulse_tol || sigma <= zero * scale {
-                self.active.insert(contact.id);
-            }
-            let beta: Vec<f64> = beta.iter().copied().collect();
-            let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
-            let gap = after
-                .get(&contact.id)
-                .copied()
-                .unwrap_or_else(|| contact.gap + h * contact.jacobian.normal_dot(&v_new));
-            reports.push(ContactReport {
-                id: contact.id,
-                gap,
-                normal_impulse: c_n,
-                friction_impulse,
-                tangential_impulse,
-                state: state_j,
-                frame: contact.frame.clone(),
-            });
-        }
-        state.q = q_new;
-        state.v = v_new;
-        state.t += h;
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts: reports,
-            lcp_size: layout.size(),
-            largest_island: solved.largest_island,
-            pivots,
-            solves,
-            sweeps: self.solver.sweeps(),
-            status: LcpStatus::Solved,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap,
-            timings,
-            lcp: solved.lcp,
-        }
-    }
-
-    /// Builds and solves (29) for the selected contacts.
-    fn solve(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        selected: &[&Contact],
-        free: &DVector<f64>,
-        timings: &mut StepTimings,
-    ) -> Solved {
-        let h = params.dt;
-        let clock = Instant::now();
-        // `secant_contact` left each contact's gap at the start of the step.
-        let gap_terms: Vec<f64> = selected.iter().map(|c| c.gap / h).collect();
-        // Dependent normals can also make the gaps of contacts that start
-        // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
-        // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
-        // asks those contacts only not to close further.
-        let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
-        let mu = vec![params.mu; selected.len()];
-        let problem = ContactProblem {
-            contacts: selected,
-            map: model.mass_inverse_form(),
-            dof: model.dof(),
-            free,
-            normal_terms: &gap_terms,
-            friction_terms: &[],
-            relaxed_normal_terms: Some(&clamped),
-            mu: &mu,
-            activation: None,
-        };
-        let solution = self.solver.solve(&problem, 29, true, &self.settings);
-        timings.lemke += clock.elapsed();
-        let velocity_scale = free.amax().max(1e-3);
-        Solved {
-            status: solution.status,
-            residual: solution.residual,
-            pivots: solution.pivots,
-            velocity_change: solution.velocity_change,
-            layout: solution.layout,
-            largest_island: solution.largest_island,
-            z: solution.z,
-            w: solution.w,
+            .enumerate()
+            .filter(|(j, _)| {
+                let normal = solved.normal_index(*j);
+                solved.z[normal] > impulse_zero || solved.w[normal] <= zero * velocity_scale
+            })
+            .map(|(_, c)| c.id)
+            .collect();
+        Ok(Advance {
+            q: best.q,
+            v: solved.velocity.clone(),
+            contacts: best.contacts,
+            solution: solved,
             velocity_scale,
-            lcp: solution.lcp,
-        }
+            end_gaps: best.after,
+            missing: EndGap::Predicted { lead: h },
+            active,
+        })
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn failed(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        state: &State,
-        solved: Solved,
-        pivots: usize,
-        solves: usize,
-        timings: StepTimings,
-        start: Instant,
-    ) -> StepReport {
-        let sweeps = self.solver.sweeps();
-        self.solver.clear();
-        let failed = report::Failure {
-            status: solved.status,
-            residual: solved.residual,
-            lcp_size: solved.layout.size(),
-            pivots,
-            solves,
-            sweeps,
-            lcp: solved.lcp,
-        };
-        report::failure(model, params, state, failed, timings, start)
-    }
+/// Builds and solves (29) for the selected contacts.
+fn solve(step: &mut Step<'_>, selected: &[&Contact], free: &DVector<f64>) -> ContactSolution {
+    let h = step.params.dt;
+    // `secant_contact` left each contact's gap at the start of the step.
+    let gap_terms: Vec<f64> = selected.iter().map(|c| c.gap / h).collect();
+    // Dependent normals can also make the gaps of contacts that start
+    // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
+    // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
+    // asks those contacts only not to close further.
+    let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
+    let mu = vec![step.params.mu; selected.len()];
+    let problem = ContactProblem {
+        contacts: selected,
+        map: step.mass_inverse(),
+        dof: step.model.dof(),
+        free,
+        normal_terms: &gap_terms,
+        friction_terms: &[],
+        relaxed_normal_terms: Some(&clamped),
+        mu: &mu,
+        activation: None,
+    };
+    step.solve(&problem, Form::Position)
 }
 
 /// The contact as Stewart–Trinkle's constraint on vˡ⁺¹, linearized so that
@@ -385,6 +279,7 @@ fn secant_contact(
     v_hat: &DVector<f64>,
     h: f64,
     length: f64,
+    settings: &StepSettings,
 ) -> Contact {
     let slope = contact.jacobian.normal_dot(v_hat);
     let Some(start) = start_gaps.of(&contact) else {
@@ -401,7 +296,7 @@ fn secant_contact(
         .sum();
     let alpha = (contact.gap - start) / h - slope;
     // Below round-off of the gaps the secant and the tangent are the same.
-    if h * speed2.sqrt() > 1e-9 * length {
+    if h * speed2.sqrt() > settings.secant_round_off * length {
         let mut offset = 0;
         let row = contact.jacobian.row_mut(0);
         for b in &blocks {
@@ -474,33 +369,6 @@ impl StartGaps {
             .min_by(|x, y| (x.0 - point).norm().total_cmp(&(y.0 - point).norm()))
             .map(|&(_, gap)| gap)
     }
-}
-
-/// One fixed-point iterate: the solve, vˡ⁺¹, qˡ⁺¹, the contacts of the
-/// LCP and the deepest end gap.
-/// One iterate of §3.6: the solve, vˡ⁺¹, qˡ⁺¹, the contacts solved for, the
-/// deepest gap at qˡ⁺¹ and the gaps there within the margin.
-type Iterate = (
-    Solved,
-    DVector<f64>,
-    DVector<f64>,
-    Vec<Contact>,
-    f64,
-    Vec<(ContactId, f64)>,
-);
-
-/// What one LCP solve gave.
-struct Solved {
-    largest_island: usize,
-    status: LcpStatus,
-    residual: f64,
-    pivots: usize,
-    velocity_change: DVector<f64>,
-    layout: Layout,
-    z: DVector<f64>,
-    w: DVector<f64>,
-    velocity_scale: f64,
-    lcp: Option<Lcp>,
 }
 
 /// Anderson acceleration of a fixed-point iteration x ↦ g(x) (Walker & Ni,

@@ -9,13 +9,46 @@
 //! from the covering vector when the basis is singular or the warm run fails.
 //!
 //! A basis only means something for the same formulation of the same scheme:
-//! the cache is keyed by a formulation tag as well, and [`WarmStart::clear`]
+//! the cache is keyed by the [`Form`] as well, and [`WarmStart::clear`]
 //! drops it whenever parameters change the LCP's layout.
 
 use super::assembly::Layout;
 use crate::model::ContactId;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
+
+/// Which problem a basis belongs to, and with it how the contact solver
+/// treats the problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Form {
+    /// Stewart–Trinkle's LCP (29) on position level (γ/h in the normal
+    /// rows). Without a previous basis, Lemke starts from the basis of the
+    /// frictionless problem (Lloyd §4: the contacts that push without
+    /// friction are the likely active set; friction variables enter from
+    /// there).
+    Position,
+    /// Moreau–Jean's impact law on the k-edge pyramid: (29) on velocity level
+    /// with ε_N γ_N^A and ε_T D̃ᵀu^A in its right-hand side.
+    Impact,
+    /// Moreau–Jean's planar LCP (33) (Glocker–Studer §6).
+    PlanarImpact,
+    /// Anitescu–Potra's LCP (24), joints eliminated (W their Schur
+    /// complement): equilibrated and solved by parts.
+    Mixed,
+}
+
+impl Form {
+    /// Whether a cold solve starts from the frictionless problem's basis.
+    pub fn frictionless_start(self) -> bool {
+        self == Self::Position
+    }
+
+    /// Whether a dense problem is equilibrated and split into the
+    /// independent parts of its matrix.
+    pub fn by_parts(self) -> bool {
+        self == Self::Mixed
+    }
+}
 
 /// Which unknowns of one contact were basic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,14 +62,41 @@ struct ContactBasis {
 /// The per-contact basis of the last solved LCP.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct WarmStart {
-    form: u32,
+    form: Option<Form>,
     contacts: HashMap<ContactId, ContactBasis>,
     /// For formulations without the per-contact layout of (29) (the planar
     /// LCP (33)): the whole basis, reused only for the same contact list.
-    exact: Option<(u32, Vec<ContactId>, Vec<usize>)>,
+    exact: Option<(Form, Vec<ContactId>, Vec<usize>)>,
 }
 
 impl WarmStart {
+    /// A warm start as a snapshot kept it: the form of its per-contact bases,
+    /// each contact's basic friction unknowns, normal and λ, and the whole
+    /// basis of a formulation not laid out as (29).
+    pub fn restored(
+        form: Option<Form>,
+        contacts: Vec<(ContactId, Vec<bool>, bool, bool)>,
+        exact: Option<(Form, Vec<ContactId>, Vec<usize>)>,
+    ) -> Self {
+        Self {
+            form,
+            contacts: contacts
+                .into_iter()
+                .map(|(id, friction, normal, lambda)| {
+                    (
+                        id,
+                        ContactBasis {
+                            friction,
+                            normal,
+                            lambda,
+                        },
+                    )
+                })
+                .collect(),
+            exact,
+        }
+    }
+
     /// Forgets everything (reset, scene change, a failed step).
     pub fn clear(&mut self) {
         self.contacts.clear();
@@ -44,13 +104,13 @@ impl WarmStart {
     }
 
     /// Remembers the basis of a formulation that is not laid out as (29).
-    pub fn record_exact(&mut self, form: u32, ids: &[ContactId], basis: &[usize]) {
+    pub fn record_exact(&mut self, form: Form, ids: &[ContactId], basis: &[usize]) {
         self.contacts.clear();
         self.exact = Some((form, ids.to_vec(), basis.to_vec()));
     }
 
     /// That basis, when the same formulation meets the same contacts again.
-    pub fn exact(&self, form: u32, ids: &[ContactId], size: usize) -> Option<Vec<usize>> {
+    pub fn exact(&self, form: Form, ids: &[ContactId], size: usize) -> Option<Vec<usize>> {
         self.exact
             .as_ref()
             .filter(|(f, previous, basis)| {
@@ -63,7 +123,7 @@ impl WarmStart {
     /// formulation `form` over `ids` with `friction[j]` directions each.
     pub fn record(
         &mut self,
-        form: u32,
+        form: Form,
         ids: &[ContactId],
         friction: &[usize],
         layout: Layout,
@@ -75,8 +135,8 @@ impl WarmStart {
 
     /// Forgets the last bases and starts recording those of formulation
     /// `form` (one [`WarmStart::add`] per independent LCP of a step).
-    pub fn begin(&mut self, form: u32) {
-        self.form = form;
+    pub fn begin(&mut self, form: Form) {
+        self.form = Some(form);
         self.exact = None;
         self.contacts.clear();
     }
@@ -108,12 +168,12 @@ impl WarmStart {
     /// when no contact persists.
     pub fn basis(
         &self,
-        form: u32,
+        form: Form,
         ids: &[ContactId],
         friction: &[usize],
         layout: Layout,
     ) -> Option<Vec<usize>> {
-        if form != self.form || self.contacts.is_empty() {
+        if Some(form) != self.form || self.contacts.is_empty() {
             return None;
         }
         let mut basis = Vec::new();
