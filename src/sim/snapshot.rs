@@ -61,7 +61,9 @@ impl Snapshot {
             q: sim.state.q.iter().copied().collect(),
             v: sim.state.v.iter().copied().collect(),
             bodies: sim.added_bodies().to_vec(),
-            steppers: Some(SavedMemory::Pipeline(sim.stepper_memory().clone())),
+            steppers: Some(SavedMemory::Pipeline(Box::new(
+                sim.stepper_memory().clone(),
+            ))),
         }
     }
 

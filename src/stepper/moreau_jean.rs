@@ -234,7 +234,6 @@ fn solve_index_set(
     activation: Option<Activation<'_>>,
 ) -> ContactSolution {
     if contacts.is_empty() {
-        step.solver().forget_planar();
         return ContactSolution::empty(free);
     }
     let (model, params) = (step.model, step.params);

@@ -16,16 +16,21 @@
 //! planar LCP (33) is solved there too.
 
 mod dense;
+mod islands;
+mod solution;
 
 pub use dense::{Regularized, solve_or_fail, solve_regularized};
+pub(super) use islands::friction_starts;
+pub use islands::islands;
+use islands::{frictionless_basis, global_indices};
+pub use solution::{ContactSolution, Failed, Unknowns};
 
 use super::assembly::Layout;
 use super::contact_lcp::ContactLcp;
-use super::glocker_studer::PlanarImpulse;
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
-use super::warm::{Form, WarmStart};
-use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
+use super::warm::{Form, WarmStart, normals_only};
+use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{FrictionCone, Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
@@ -142,120 +147,13 @@ pub struct Activation<'a> {
     pub tolerance: f64,
 }
 
-/// How the unknowns of a [`ContactSolution`] are laid out.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Unknowns {
-    /// The LCP (29): z = (β̃, c̃_n, λ̃), w = (ρ̃, σ̃, ζ̃), contact after contact
-    /// in each block.
-    Pyramid(Layout),
-    /// Glocker–Studer's (33) arranged as (27): z = (Λ_N, Λ_R, ξ_L), w = (ξ_N,
-    /// ξ_R, Λ_L), and each contact's impulses and slip recovered from them
-    /// ((24)–(26)).
-    Planar(Vec<PlanarImpulse>),
-}
-
-/// A solve that failed, as a scheme hands it to the driver.
-pub type Failed = Box<ContactSolution>;
-
-/// What one solve of a contact problem gave, whatever its form (29), (33)
-/// or (24) and its method (Lemke on islands, on a dense tableau, on
-/// equilibrated parts, or NSGS).
-#[derive(Debug, Clone)]
-pub struct ContactSolution {
-    /// How it ended: `Solved` when every island was solved, else the status
-    /// of the first island that was not.
-    pub status: LcpStatus,
-    /// The largest relative residual over the islands.
-    pub residual: f64,
-    /// Lemke pivots over every island and every attempt.
-    pub pivots: usize,
-    /// How z and w are laid out.
-    pub unknowns: Unknowns,
-    /// The unknowns; impulses in N·s.
-    pub z: DVector<f64>,
-    /// The slacks.
-    pub w: DVector<f64>,
-    /// The velocity after the contact impulses, v* + W J z.
-    pub velocity: DVector<f64>,
-    /// Unknowns of the LCP over the contacts that took part.
-    pub lcp_size: usize,
-    /// Independent LCPs solved.
-    pub islands: usize,
-    /// Size of the largest of them.
-    pub largest_island: usize,
-    /// NSGS sweeps (0 for Lemke).
-    pub sweeps: usize,
-    /// Which contacts took part, when the problem asked for
-    /// [`ContactProblem::activation`] (the others carry no impulse).
-    pub active: Option<Vec<bool>>,
-    /// The LCP solved (block-diagonal over the islands, each with the
-    /// regularization and right-hand side that solved it), when kept.
-    pub lcp: Option<Lcp>,
-}
-
-impl ContactSolution {
-    /// No contacts: nothing to solve, the velocity is v*.
-    pub fn empty(free: &DVector<f64>) -> Self {
-        Self::failed(free, Layout::of(&[]), LcpStatus::Solved, 0.0)
-    }
-
-    /// A solve that could not be posed (the joints' Schur complement does
-    /// not exist), ending with `status`: no impulses, the velocity v*.
-    pub fn failed(free: &DVector<f64>, layout: Layout, status: LcpStatus, residual: f64) -> Self {
-        Self {
-            status,
-            residual,
-            pivots: 0,
-            unknowns: Unknowns::Pyramid(layout),
-            z: DVector::zeros(layout.size()),
-            w: DVector::zeros(layout.size()),
-            velocity: free.clone(),
-            lcp_size: layout.size(),
-            islands: 0,
-            largest_island: layout.size(),
-            sweeps: 0,
-            active: None,
-            lcp: None,
-        }
-    }
-
-    /// `Ok` when solved, else `Err` with itself (for `?` in a scheme).
-    pub fn solved(self) -> Result<Self, Failed> {
-        if self.status == LcpStatus::Solved {
-            Ok(self)
-        } else {
-            Err(Box::new(self))
-        }
-    }
-
-    /// The index of contact j's normal impulse in z (and of its normal
-    /// velocity in w).
-    pub fn normal_index(&self, j: usize) -> usize {
-        match &self.unknowns {
-            Unknowns::Pyramid(layout) => layout.normal(j),
-            Unknowns::Planar(_) => j,
-        }
-    }
-
-    /// The (29) layout; `None` for (33).
-    pub fn layout(&self) -> Option<Layout> {
-        match &self.unknowns {
-            Unknowns::Pyramid(layout) => Some(*layout),
-            Unknowns::Planar(_) => None,
-        }
-    }
-}
-
 /// The solver of [`ContactProblem`]s and what it remembers between steps:
 /// the bases by contact identity and the regularization that the islands
 /// needed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContactSolver {
+    /// The bases of the last solve by contact identity, for every form.
     warm: WarmStart,
-    /// The warm start of Moreau–Jean's planar LCP (33): the whole basis,
-    /// reused for the same contact list.
-    #[serde(default)]
-    planar: WarmStart,
     /// The impulses of the last solve in which each contact took part (row
     /// 0: c_n, row i ≥ 1: βᵢ), the centre of the proximal shift.
     impulses: HashMap<ContactId, Vec<f64>>,
@@ -280,19 +178,16 @@ pub struct ContactSolver {
 }
 
 impl ContactSolver {
-    /// A solver's memory as a snapshot kept it: the warm starts of (29) and
-    /// of (33), the last impulses by contact, the ladder levels by body and
-    /// of the dense LCP.
+    /// A solver's memory as a snapshot kept it: the warm start, the last
+    /// impulses by contact, the ladder levels by body and of the dense LCP.
     pub fn restored(
         warm: WarmStart,
-        planar: WarmStart,
         impulses: HashMap<ContactId, Vec<f64>>,
         levels: HashMap<usize, usize>,
         dense_level: usize,
     ) -> Self {
         Self {
             warm,
-            planar,
             impulses,
             levels,
             dense_level,
@@ -319,7 +214,6 @@ impl ContactSolver {
     /// Forgets the warm start and the regularization levels.
     pub fn clear(&mut self) {
         self.warm.clear();
-        self.planar.clear();
         self.impulses.clear();
         self.levels.clear();
         self.dense_level = 0;
@@ -491,11 +385,7 @@ impl ContactSolver {
                 .map(|&j| contacts[j].jacobian.friction_count())
                 .collect();
             let warm_start = self.warm.basis(form, &ids, &friction, local);
-            // Should the mapped basis end on a ray, its normal impulses alone.
-            let normals = local.friction..local.friction + local.contacts;
-            let warm_fallback = warm_start
-                .as_ref()
-                .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+            let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
             let scale: Vec<f64> = lcp
                 .scale()
@@ -630,105 +520,4 @@ impl ContactSolver {
         solution.velocity += &velocity_change;
         solution
     }
-}
-
-/// The first friction row of each contact in (29).
-pub(super) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
-    let mut starts = Vec::with_capacity(contacts.len());
-    let mut row = 0;
-    for c in contacts {
-        starts.push(row);
-        row += c.jacobian.friction_count();
-    }
-    starts
-}
-
-/// For each index of an island's LCP, its index in the whole problem's layout.
-fn global_indices(
-    members: &[usize],
-    contacts: &[&Contact],
-    starts: &[usize],
-    global: Layout,
-) -> Vec<usize> {
-    let mut out = Vec::new();
-    // The island's friction rows are its contacts' in order, then its
-    // normals, then its λ's.
-    for &j in members {
-        out.extend(starts[j]..starts[j] + contacts[j].jacobian.friction_count());
-    }
-    out.extend(members.iter().map(|&j| global.normal(j)));
-    out.extend(members.iter().map(|&j| global.lambda(j)));
-    out
-}
-
-/// The contacts grouped into islands: the connected components of the graph
-/// whose vertices are the bodies' velocity blocks and whose edges are the
-/// contacts (a contact with a static surface touches one block). Islands
-/// come in the order of their first contact, contacts in their order.
-pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
-    let mut index: HashMap<usize, usize> = HashMap::default();
-    let mut parent: Vec<usize> = Vec::new();
-    fn find(parent: &mut [usize], mut x: usize) -> usize {
-        while parent[x] != x {
-            parent[x] = parent[parent[x]];
-            x = parent[x];
-        }
-        x
-    }
-    let mut first_block = Vec::with_capacity(contacts.len());
-    for c in contacts {
-        let mut roots = Vec::with_capacity(2);
-        for b in c.jacobian.blocks() {
-            let id = *index.entry(b.start).or_insert_with(|| {
-                parent.push(parent.len());
-                parent.len() - 1
-            });
-            roots.push(id);
-        }
-        if let [a, b] = roots[..] {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            if ra != rb {
-                parent[ra.max(rb)] = ra.min(rb);
-            }
-        }
-        first_block.push(roots[0]);
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<usize, usize> = HashMap::default();
-    for (j, &block) in first_block.iter().enumerate() {
-        let root = find(&mut parent, block);
-        let g = *group_of.entry(root).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[g].push(j);
-    }
-    groups
-}
-
-/// The basis of the frictionless LCP (ñᵀWñ c̃_n + q_n ≥ 0 ⊥ c̃_n ≥ 0, the c̃_n
-/// block of (29) with β̃ = 0) as indices of (29): the normals that push.
-/// `None` when it is not solved or no normal pushes.
-pub(super) fn frictionless_basis<M: LcpMatrix + ?Sized>(
-    m: &M,
-    q: &DVector<f64>,
-    layout: Layout,
-    structured: bool,
-) -> Option<Vec<usize>> {
-    let (start, p) = (layout.friction, layout.contacts);
-    if p == 0 {
-        return None;
-    }
-    let indices: Vec<usize> = (start..start + p).collect();
-    let q_n = q.rows(start, p).into_owned();
-    let options = LemkeOptions::default();
-    let solution = if structured {
-        lcp::solve_structured(&Principal::new(m, indices), &q_n, &options)
-    } else {
-        let dense = DMatrix::from_fn(p, p, |i, j| m.entry(start + i, start + j));
-        lcp::solve(&Lcp { m: dense, q: q_n }, &options)
-    }
-    .ok()?;
-    (solution.status == LcpStatus::Solved && !solution.basis.is_empty())
-        .then(|| solution.basis.iter().map(|&i| start + i).collect())
 }

@@ -20,16 +20,16 @@ use std::fmt;
 #[derive(Debug, Clone)]
 pub enum SavedMemory {
     /// This version's: [`StepperMemory`].
-    Pipeline(StepperMemory),
+    Pipeline(Box<StepperMemory>),
     /// Written before the one step pipeline: every stepper's own memory.
-    PerStepper(Steppers),
+    PerStepper(Box<Steppers>),
 }
 
 impl SavedMemory {
     /// The memory to continue with under `stepper`.
     pub fn into_memory(self, stepper: StepperKind) -> StepperMemory {
         match self {
-            Self::Pipeline(memory) => memory,
+            Self::Pipeline(memory) => *memory,
             Self::PerStepper(old) => old.into_memory(stepper),
         }
     }
@@ -97,8 +97,8 @@ impl<'de> Visitor<'de> for MemoryVisitor {
             (true, true) => Err(de::Error::custom(
                 "mixes the fields of StepperMemory (scheme, active, solver) with those of the older Steppers",
             )),
-            (false, true) => Ok(SavedMemory::PerStepper(old)),
-            _ => Ok(SavedMemory::Pipeline(memory)),
+            (false, true) => Ok(SavedMemory::PerStepper(Box::new(old))),
+            _ => Ok(SavedMemory::Pipeline(Box::new(memory))),
         }
     }
 }
@@ -119,16 +119,14 @@ impl Steppers {
         let (active, solver) = match stepper {
             StepperKind::StewartTrinkle => {
                 let st = self.stewart_trinkle;
-                (st.active, st.solver.into_solver(Form::Position, None))
+                (st.active, st.solver.into_solver(Form::Position))
             }
-            StepperKind::MoreauJean => {
-                let mj = self.moreau_jean;
-                let planar = mj.warm.exact.map(|(_, ids, basis)| (ids, basis));
-                (
-                    ActiveSet::new(),
-                    mj.solver.into_solver(Form::Impact, planar),
-                )
-            }
+            // The old whole-list basis of (33) does not say which contacts had
+            // friction rows: (33) starts cold once.
+            StepperKind::MoreauJean => (
+                ActiveSet::new(),
+                self.moreau_jean.solver.into_solver(Form::Impact),
+            ),
             StepperKind::AnitescuPotra => (self.anitescu_potra.active, ContactSolver::default()),
             StepperKind::EulerLcp => (self.euler_lcp.active, ContactSolver::default()),
         };
@@ -150,7 +148,7 @@ struct OldStewartTrinkle {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename = "MoreauJean", default)]
 struct OldMoreauJean {
-    /// The warm start of the planar LCP (33).
+    /// The warm start of the planar LCP (33), which loading drops.
     warm: OldWarmStart,
     solver: OldSolver,
 }
@@ -172,25 +170,20 @@ struct OldSolver {
 
 impl OldSolver {
     /// The solver memory, its (29) bases tagged `form` (the one form the old
-    /// stepper solved them in, tagged 29 then), and the planar (33) basis.
-    fn into_solver(
-        self,
-        form: Form,
-        planar: Option<(Vec<ContactId>, Vec<usize>)>,
-    ) -> ContactSolver {
+    /// stepper solved them in, tagged 29 then), each contact's flags in the
+    /// order β₁ … β_k, c_n, λ.
+    fn into_solver(self, form: Form) -> ContactSolver {
         let warm = self.warm;
         let contacts = warm
             .contacts
             .into_iter()
-            .map(|(id, b)| (id, b.friction, b.normal, b.lambda))
+            .map(|(id, mut b)| {
+                b.friction.extend([b.normal, b.lambda]);
+                (id, b.friction)
+            })
             .collect();
-        let warm = WarmStart::restored((warm.form != 0).then_some(form), contacts, None);
-        let planar = WarmStart::restored(
-            None,
-            Vec::new(),
-            planar.map(|(ids, basis)| (Form::PlanarImpact, ids, basis)),
-        );
-        ContactSolver::restored(warm, planar, self.impulses, self.levels, self.dense_level)
+        let warm = WarmStart::restored((warm.form != 0).then_some(form), contacts);
+        ContactSolver::restored(warm, self.impulses, self.levels, self.dense_level)
     }
 }
 

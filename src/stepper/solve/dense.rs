@@ -6,7 +6,8 @@
 //! regularization ladder ([`solve_regularized`]); Anitescu–Potra's LCP (24)
 //! equilibrated and split into the independent parts of its matrix, each
 //! with the ladder; and (33) by Lemke alone (the scheme falls back to (29)
-//! when that fails).
+//! when that fails). All three start warm from the one cache
+//! ([`crate::stepper::warm`]), contact by contact.
 
 use super::{
     ContactProblem, ContactSolution, ContactSolver, Unknowns, failed_solution, frictionless_basis,
@@ -17,9 +18,10 @@ use crate::model::ContactId;
 use crate::stepper::assembly::{Impulses, Layout};
 use crate::stepper::glocker_studer::PlanarImpactLcp;
 use crate::stepper::settings::StepSettings;
-use crate::stepper::warm::Form;
+use crate::stepper::warm::{Form, Slots, normals_only};
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
 /// rejected problem (non-finite data from a diverging state) is a numerical
@@ -127,7 +129,7 @@ impl ContactSolver {
             lcp.q[i] += term;
         }
         if form.by_parts() {
-            return self.solve_parts(problem, &impulses, lcp, settings);
+            return self.solve_parts(problem, &impulses, lcp, form, settings);
         }
         let relaxed = problem.relaxed_normal_terms.map(|terms| {
             let mut relaxed = lcp.clone();
@@ -142,10 +144,7 @@ impl ContactSolver {
             .map(|c| c.jacobian.friction_count())
             .collect();
         let warm_start = self.warm.basis(form, &ids, &friction, layout);
-        let normals = layout.friction..layout.friction + layout.contacts;
-        let warm_fallback = warm_start
-            .as_ref()
-            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+        let warm_fallback = normals_only(warm_start.as_ref(), layout.normals());
         let warm_start = warm_start.or_else(|| {
             form.frictionless_start()
                 .then(|| frictionless_basis(&lcp.m, &lcp.q, layout, false))
@@ -189,24 +188,33 @@ impl ContactSolver {
     }
 
     /// Anitescu–Potra's LCP (24), assembled as `lcp`: equilibrated, then
-    /// solved part by part ([`solve_by_parts`]).
+    /// solved part by part ([`solve_by_parts`]), each part warm from the
+    /// bases its contacts had.
     ///
     /// Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
     /// JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
     /// equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃,
     /// LCP(DGD, Dq) has the solutions D⁻¹z and keeps the structure Theorem
-    /// 2.2 relies on. Theorem 2.2 guarantees a solution; dependent normals (a
-    /// box on four corners, or rigidly linked bodies in the stiff limit)
-    /// make bases nearly singular, and the regularization ladder on the
-    /// scaled JᵀWJ separates the dependent rows.
+    /// 2.2 relies on (and the same bases). Theorem 2.2 guarantees a solution;
+    /// dependent normals (a box on four corners, or rigidly linked bodies in
+    /// the stiff limit) make bases nearly singular, and the regularization
+    /// ladder on the scaled JᵀWJ separates the dependent rows.
     fn solve_parts(
         &mut self,
         problem: &ContactProblem<'_>,
         impulses: &Impulses<'_>,
         lcp: Lcp,
+        form: Form,
         settings: &StepSettings,
     ) -> ContactSolution {
         let layout = impulses.layout;
+        let ids: Vec<ContactId> = problem.contacts.iter().map(|c| c.id).collect();
+        let friction: Vec<usize> = problem
+            .contacts
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let warm = self.warm.basis(form, &ids, &friction, layout);
         let scaling = equilibration(&lcp, layout);
         let scaled = Lcp {
             m: DMatrix::from_fn(lcp.m.nrows(), lcp.m.ncols(), |i, j| {
@@ -214,8 +222,11 @@ impl ContactSolver {
             }),
             q: lcp.q.component_mul(&scaling),
         };
-        let blocks = layout.friction + layout.contacts;
-        let mut solution = solve_by_parts(&scaled, blocks, settings);
+        let mut solution = solve_by_parts(&scaled, layout.normals(), warm.as_deref(), settings);
+        if solution.status == LcpStatus::Solved {
+            self.warm
+                .record(form, &ids, &friction, layout, &solution.basis);
+        }
         solution.z.component_mul_assign(&scaling);
         solution.w.component_div_assign(&scaling);
         let velocity = problem.free + impulses.velocity_change(&solution.z);
@@ -237,7 +248,7 @@ impl ContactSolver {
     }
 
     /// Moreau–Jean's planar LCP (33) over the contacts `ids` by Lemke, warm
-    /// from the last basis of the same contact list; `free` is u*.
+    /// from the bases its contacts had in the last (33); `free` is u*.
     pub fn solve_planar(
         &mut self,
         problem: PlanarImpactLcp,
@@ -245,16 +256,26 @@ impl ContactSolver {
         free: &DVector<f64>,
     ) -> ContactSolution {
         let size = problem.lcp.size();
-        let warm_start = self.planar.exact(Form::PlanarImpact, ids, size);
+        let form = Form::PlanarImpact;
+        let warm_start = self.warm.basis_slots(form, ids, planar_slots(&problem));
+        // Should the mapped basis end on a ray, its normal impulses alone.
+        let warm_fallback = warm_start.as_ref().map(|b| {
+            b.iter()
+                .copied()
+                .filter(|&i| i < problem.contacts)
+                .collect()
+        });
         let options = LemkeOptions {
             warm_start,
+            warm_fallback,
             ..LemkeOptions::default()
         };
         let solution = solve_or_fail(&problem.lcp, &options);
         let solved = solution.status == LcpStatus::Solved;
         if solved {
-            self.planar
-                .record_exact(Form::PlanarImpact, ids, &solution.basis);
+            self.warm.begin(form);
+            self.warm
+                .add_slots(ids, planar_slots(&problem), size, &solution.basis);
         }
         let impulses = if solved {
             problem.impulses(&solution.z, &solution.w)
@@ -282,11 +303,16 @@ impl ContactSolver {
             lcp: self.keep_lcp.then_some(problem.lcp),
         }
     }
+}
 
-    /// Forgets the planar (33) warm start (its index set emptied).
-    pub fn forget_planar(&mut self) {
-        self.planar.clear();
-    }
+/// The unknowns of each contact of (33), in order: Λ_N at its index, and
+/// with friction (the r-th friction row) Λ_R at k + r and ξ_L at k + k_f + r.
+fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
+    let (k, kf) = (problem.contacts, problem.friction_of.len());
+    (0..k).map(move |i| {
+        let row = problem.friction_of.binary_search(&i).ok();
+        Slots::planar(i, row.map(|r| (k + r, k + kf + r)))
+    })
 }
 
 /// Lemke, with the regularization ladder, on each independent part of
@@ -298,8 +324,16 @@ impl ContactSolver {
 /// degenerate as a whole (boxes on several corners; Lemke's lexicographic
 /// order is lost to rounding and it ends on a ray at step 43 of
 /// `pile.ron`), falls into parts of 10–40 unknowns solved in 0–16 pivots.
-/// The first `blocks` unknowns (β̃, c̃_n) take the regularization.
-fn solve_by_parts(problem: &Lcp, blocks: usize, settings: &StepSettings) -> LcpSolution {
+/// The unknowns before `normals.end` (β̃, c̃_n) take the regularization; a
+/// part starts from the indices of `warm` (a basis of the whole) that fall in
+/// it, and, should that end on a ray, from their normal impulses alone.
+fn solve_by_parts(
+    problem: &Lcp,
+    normals: Range<usize>,
+    warm: Option<&[usize]>,
+    settings: &StepSettings,
+) -> LcpSolution {
+    let blocks = normals.end;
     let n = problem.size();
     let mut parent: Vec<usize> = (0..n).collect();
     fn root(parent: &mut [usize], mut i: usize) -> usize {
@@ -339,15 +373,19 @@ fn solve_by_parts(problem: &Lcp, blocks: usize, settings: &StepSettings) -> LcpS
             q: DVector::from_fn(index.len(), |a, _| problem.q[index[a]]),
         };
         let part_blocks = index.iter().filter(|&&i| i < blocks).count();
-        let solved = solve_regularized(
-            &part,
-            None,
-            part_blocks,
-            &LemkeOptions::default(),
-            settings,
-            0,
-        )
-        .solution;
+        let local = |basis: &[usize], keep: &dyn Fn(usize) -> bool| -> Vec<usize> {
+            basis
+                .iter()
+                .filter(|&&i| keep(i))
+                .filter_map(|i| index.binary_search(i).ok())
+                .collect()
+        };
+        let options = LemkeOptions {
+            warm_start: warm.map(|b| local(b, &|_| true)),
+            warm_fallback: warm.map(|b| local(b, &|i| normals.contains(&i))),
+            ..LemkeOptions::default()
+        };
+        let solved = solve_regularized(&part, None, part_blocks, &options, settings, 0).solution;
         for (a, &i) in index.iter().enumerate() {
             whole.z[i] = solved.z[a];
             whole.w[i] = solved.w[a];
