@@ -180,9 +180,11 @@ impl Simulation {
             system.hold_perturbation(&self.state.q, &self.state.v);
         }
         let before = self.state.clone();
-        let mut report = self
-            .stepper
-            .step(&self.scene.model, &self.params, &mut self.state);
+        // The last report's contact list lends its storage to the new one.
+        let reports = self.last.take().map(|r| r.contacts).unwrap_or_default();
+        let mut report =
+            self.stepper
+                .step_reusing(&self.scene.model, &self.params, &mut self.state, reports);
         self.failure = None;
         if report.status != LcpStatus::Solved {
             self.failure = Some(StepFailure::Lcp);

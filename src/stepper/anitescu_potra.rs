@@ -27,18 +27,19 @@
 
 use super::StepTimings;
 use super::assembly::Layout;
-use super::driver::{ActiveSet, Advance, Scheme, Step};
+use super::driver::{ActiveSet, Advance, Scheme};
 use super::projection::project;
 use super::report::EndGap;
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, ContactSolver, Failed};
+use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::step::{Detached, Solver, Step};
 use super::warm::Form;
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, MassInverse, Model, State};
+use crate::model::{Contact, ContactId, ContactSet, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The scheme: linearly implicit (12)–(16) with (32)–(33), or the Euler LCP
 /// (7) with every force explicit. Its memory, the active set, is the
@@ -63,20 +64,43 @@ struct Velocity {
     scale: f64,
 }
 
+/// The buffers of a step, kept between steps.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The contacts at the start of each round.
+    candidates: ContactSet,
+    /// The contacts at a collision.
+    at_collision: ContactSet,
+    /// The contacts of the last accepted solve.
+    last: ContactSet,
+    /// The gaps after a round.
+    after: Vec<(ContactId, f64)>,
+}
+
 impl Scheme for AnitescuPotra {
     fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
         let (model, params, state, settings) = (step.model, step.params, step.state, step.settings);
+        let sc = step.scratch.get::<Scratch>();
+        let mut mixed = Mixed {
+            model,
+            params,
+            settings,
+            implicit: self.implicit,
+            solver: &mut step.solver,
+            lcp_build: &mut step.lcp_build,
+        };
         let h = params.dt;
         let touch = settings.touch_tolerance * model.length_scale().max(1.0);
         let margin = settings.contact_margin(model, &state.v, h);
         let (mut q, mut v, mut t) = (state.q.clone(), state.v.clone(), state.t);
         let mut remaining = h;
-        let mut last: Option<(Velocity, Vec<Contact>)> = None;
+        let mut last: Option<Velocity> = None;
         // Changed within the step by each accepted solve; the driver keeps it
         // only when the whole step is taken.
         let mut active = step.active.clone();
         for round in 0..=settings.max_collisions {
-            let candidates = step.contacts(&q, margin);
+            step.geometry.contacts(&q, margin, &mut sc.candidates);
+            let candidates = sc.candidates.as_slice();
             let selected: Vec<&Contact> = candidates
                 .iter()
                 .filter(|c| c.gap <= touch || active.contains(&c.id))
@@ -86,12 +110,13 @@ impl Scheme for AnitescuPotra {
                 v: v.clone(),
                 t,
             };
-            let solved = self.velocity(step, &at, remaining, &selected)?;
+            let solved = mixed.velocity(&at, remaining, &selected)?;
             let q_new = model.integrate(&q, &solved.solved.velocity, remaining);
-            let after = step.gaps(&q_new, 0.0);
+            step.geometry.gaps(&q_new, 0.0, &mut sc.after);
             let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
             // Contacts that closed within the step: (gap before, gap after).
-            let colliding: Vec<(ContactId, f64, f64)> = after
+            let colliding: Vec<(ContactId, f64, f64)> = sc
+                .after
                 .iter()
                 .filter(|(id, gap)| *gap < 0.0 && !chosen.contains(id))
                 .filter_map(|&(id, gap)| {
@@ -101,14 +126,14 @@ impl Scheme for AnitescuPotra {
                         .map(|k| (id, k.gap, gap))
                 })
                 .collect();
-            let selected_owned: Vec<Contact> = selected.iter().map(|&c| c.clone()).collect();
             if colliding.is_empty() || round == settings.max_collisions {
-                active = still_active(&selected_owned, &solved, settings);
+                active = still_active(&selected, &solved, settings);
                 active.extend(colliding.iter().map(|c| c.0));
                 q = q_new;
                 v = solved.solved.velocity.clone();
                 t += remaining;
-                last = Some((solved, selected_owned));
+                sc.last.copy_from(selected.iter().copied());
+                last = Some(solved);
                 break;
             }
             // The earliest collision, by linear interpolation of its gap, then
@@ -128,7 +153,7 @@ impl Scheme for AnitescuPotra {
             for _ in 0..2 {
                 let clock = Instant::now();
                 let fraction = collision_fraction(model, &q, &velocity, dt, first, estimate, touch);
-                step.timings.geometry += clock.elapsed();
+                step.geometry.add_time(clock.elapsed());
                 if fraction >= 1.0 {
                     break;
                 }
@@ -139,12 +164,15 @@ impl Scheme for AnitescuPotra {
                     v: v.clone(),
                     t,
                 };
-                let shorter = self.velocity(step, &at, dt, &selected)?;
+                let shorter = mixed.velocity(&at, dt, &selected)?;
                 velocity = shorter.solved.velocity;
             }
             let q_collision = model.integrate(&q, &velocity, dt);
-            let at_collision = step.contacts(&q_collision, margin);
-            let impact: Vec<&Contact> = at_collision
+            step.geometry
+                .contacts(&q_collision, margin, &mut sc.at_collision);
+            let impact: Vec<&Contact> = sc
+                .at_collision
+                .as_slice()
                 .iter()
                 .filter(|c| c.gap <= touch || c.id == first || active.contains(&c.id))
                 .collect();
@@ -154,17 +182,17 @@ impl Scheme for AnitescuPotra {
                 v: velocity.clone(),
                 t: t + dt,
             };
-            let impulse = self.velocity(step, &at, 0.0, &impact)?;
-            let impact_owned: Vec<Contact> = impact.iter().map(|&c| c.clone()).collect();
-            active = still_active(&impact_owned, &impulse, settings);
+            let impulse = mixed.velocity(&at, 0.0, &impact)?;
+            active = still_active(&impact, &impulse, settings);
             active.insert(first);
             q = q_collision;
             v = impulse.solved.velocity.clone();
             t += dt;
             remaining -= dt;
-            last = Some((impulse, impact_owned));
+            sc.last.copy_from(impact.iter().copied());
+            last = Some(impulse);
         }
-        let Some((last, contacts)) = last else {
+        let Some(last) = last else {
             unreachable!("the loop ends with an accepted step")
         };
 
@@ -173,46 +201,65 @@ impl Scheme for AnitescuPotra {
         let clock = Instant::now();
         let solved = &last.solved;
         let impulse_zero = settings.zero * solved.z.amax();
-        let holding: BTreeSet<ContactId> = contacts
+        let holding: BTreeSet<ContactId> = sc
+            .last
+            .as_slice()
             .iter()
             .enumerate()
             .filter(|(j, _)| solved.z[solved.normal_index(*j)] > impulse_zero)
             .map(|(_, c)| c.id)
             .collect();
         q = project(model, params, settings, &q, &active, &holding);
-        step.timings.geometry += clock.elapsed();
-        let end_gaps = step.gaps(&q, margin);
+        step.geometry.add_time(clock.elapsed());
+        step.geometry.gaps(&q, margin, &mut step.buffers.end_gaps);
+        std::mem::swap(&mut step.buffers.solved, &mut sc.last);
         debug_assert!((t - (state.t + h)).abs() <= 1e-9 * h.max(1.0));
         Ok(Advance {
             q,
             v,
-            contacts,
             solution: last.solved,
             velocity_scale: last.scale,
-            end_gaps,
             missing: EndGap::Open,
             active,
         })
     }
 }
 
-impl AnitescuPotra {
+/// What posing and solving (12)–(16) needs of a step.
+struct Mixed<'s, 'a> {
+    model: &'a Model,
+    params: &'a Params,
+    settings: &'a StepSettings,
+    implicit: bool,
+    solver: &'s mut Solver<'a>,
+    lcp_build: &'s mut Duration,
+}
+
+impl Mixed<'_, '_> {
     /// One solve of (12)–(16) at `state` with step `h` for the given
     /// contacts, through the step's solver.
     fn velocity(
-        &self,
-        step: &mut Step<'_>,
+        &mut self,
         state: &State,
         h: f64,
         contacts: &[&Contact],
     ) -> Result<Velocity, Failed> {
         let clock = Instant::now();
-        let posed = pose(step, state, h, contacts.len(), self.implicit);
-        step.timings.lcp_build += clock.elapsed();
-        let scale = posed.scale(state, step.settings);
+        let posed = pose(
+            self.model,
+            self.params,
+            state,
+            h,
+            contacts.len(),
+            self.implicit,
+        );
+        *self.lcp_build += clock.elapsed();
+        let scale = posed.scale(state, self.settings);
         let solved = match &posed.schur {
-            Some(schur) => step.solve(&posed.problem(contacts, schur), Form::Mixed),
-            None => step.unsolvable(posed.unsolvable(contacts)),
+            Some(schur) => self
+                .solver
+                .solve(&posed.problem(contacts, schur), Form::Mixed),
+            None => self.solver.unsolvable(posed.unsolvable(contacts)),
         };
         solved.solved().map(|solved| Velocity { solved, scale })
     }
@@ -221,7 +268,7 @@ impl AnitescuPotra {
 /// The paper's removal rule (§3): of the contacts just solved, those whose
 /// normal velocity is not positive stay active; contacts that were not in
 /// the solve (out of reach) are dropped.
-fn still_active(contacts: &[Contact], solved: &Velocity, settings: &StepSettings) -> ActiveSet {
+fn still_active(contacts: &[&Contact], solved: &Velocity, settings: &StepSettings) -> ActiveSet {
     let s = &solved.solved;
     contacts
         .iter()
@@ -245,8 +292,14 @@ struct Posed {
 /// Eliminates the joints of (12)–(16) at `state` with step `h`, for
 /// `contacts` contacts: linearly implicit ((32)–(33)) when `implicit`, else
 /// the Euler LCP (7). With h = 0 it is the inelastic impact LCP of §3.
-fn pose(step: &Step<'_>, state: &State, h: f64, contacts: usize, implicit: bool) -> Posed {
-    let (model, params) = (step.model, step.params);
+fn pose(
+    model: &Model,
+    params: &Params,
+    state: &State,
+    h: f64,
+    contacts: usize,
+    implicit: bool,
+) -> Posed {
     let dof = model.dof();
     let mass = &model.mass_matrix();
     let (q, v) = (&state.q, &state.v);
@@ -263,7 +316,10 @@ fn pose(step: &Step<'_>, state: &State, h: f64, contacts: usize, implicit: bool)
     };
     let rhs = mass * v + k_hat * h; // right side of (12)
     let schur = eliminate_joints(&m_hat, &model.joint_rows(q).gradients);
-    let free = schur.as_ref().map_or_else(|| v.clone(), |w| w * &rhs);
+    let free = match &schur {
+        Some(w) => w * &rhs,
+        None => v.clone(),
+    };
     Posed {
         schur,
         free,
@@ -335,17 +391,23 @@ pub fn solve_velocity(
     timings: &mut StepTimings,
 ) -> ContactSolution {
     let settings = StepSettings::default();
-    let active = ActiveSet::new();
-    let mut solver = ContactSolver::default();
-    solver.keep_lcp = record_lcp;
-    let mut step = Step::new(model, params, state, &settings, &active, &mut solver);
-    let scheme = AnitescuPotra { implicit };
-    let solved = match scheme.velocity(&mut step, state, h, contacts) {
+    let mut parts = Detached::default();
+    parts.solver.keep_lcp = record_lcp;
+    let mut step = parts.step(model, params, state, &settings);
+    let mut mixed = Mixed {
+        model,
+        params,
+        settings: &settings,
+        implicit,
+        solver: &mut step.solver,
+        lcp_build: &mut step.lcp_build,
+    };
+    let solved = match mixed.velocity(state, h, contacts) {
         Ok(velocity) => velocity.solved,
         Err(failed) => *failed,
     };
-    timings.lcp_build += step.timings.lcp_build;
-    timings.lemke += step.timings.lemke;
+    timings.lcp_build += step.lcp_build;
+    timings.lemke += step.solver.time();
     solved
 }
 

@@ -14,18 +14,18 @@ use super::anitescu_potra::AnitescuPotra;
 use super::moreau_jean::MoreauJean;
 use super::report::{self, EndGap, Ending};
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, ContactSolver, Failed};
+use super::solve::{ContactSolution, ContactSolver, Failed, SolveBuffers};
+use super::step::{Buffers, Lent, ScratchSlot, Step};
 use super::stewart_trinkle::StewartTrinkle;
-use super::warm::Form;
-use super::{StepReport, StepTimings};
+use super::{ContactReport, StepReport, StepTimings};
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, MassInverse, Model, State};
+use crate::model::{BroadPhase, ContactId, Model, State};
 use crate::params::{Params, StepperKind};
 use nalgebra::DVector;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The contacts a scheme keeps active from one step to the next
 /// (Stewart–Trinkle §4, Anitescu–Potra §3), by identity.
@@ -41,149 +41,23 @@ pub trait Scheme {
     fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed>;
 }
 
-/// The end of an accepted step, as a scheme hands it to the driver.
+/// The end of an accepted step, as a scheme hands it to the driver (with
+/// the final solve's contacts and the end gaps in [`Buffers`]).
 pub struct Advance {
     /// Generalized coordinates at the end of the step.
     pub q: DVector<f64>,
     /// Generalized velocities at the end of the step.
     pub v: DVector<f64>,
-    /// The contacts of the final solve, in its order.
-    pub contacts: Vec<Contact>,
-    /// The final solve.
+    /// The final solve, posed over [`Buffers::solved`].
     pub solution: ContactSolution,
     /// The scale slip speeds are compared with, m/s.
     pub velocity_scale: f64,
-    /// The gaps near the new configuration, m.
-    pub end_gaps: Vec<(ContactId, f64)>,
-    /// The gap reported for a contact of the solve not among `end_gaps`.
+    /// The gap reported for a contact of the solve not among
+    /// [`Buffers::end_gaps`].
     pub missing: EndGap,
     /// The active set the next step starts from (empty for a scheme that
     /// chooses its index set afresh each step).
     pub active: ActiveSet,
-}
-
-/// One step in progress: the model, the parameters and the state it starts
-/// from, the memory of the last step, and the shared services — contact
-/// detection and the contact solver — with the step's counts and timings.
-pub struct Step<'a> {
-    /// The model.
-    pub model: &'a Model,
-    /// The live parameters.
-    pub params: &'a Params,
-    /// The state the step starts from.
-    pub state: &'a State,
-    /// Tolerances and limits.
-    pub settings: &'a StepSettings,
-    /// The active set of the last accepted step.
-    pub active: &'a ActiveSet,
-    solver: &'a mut ContactSolver,
-    /// Where the time went.
-    pub timings: StepTimings,
-    pivots: usize,
-    solves: usize,
-}
-
-impl<'a> Step<'a> {
-    /// A step of `state` with the solver `solver` (already set up for the
-    /// step's parameters, [`ContactSolver::begin_step`]).
-    pub fn new(
-        model: &'a Model,
-        params: &'a Params,
-        state: &'a State,
-        settings: &'a StepSettings,
-        active: &'a ActiveSet,
-        solver: &'a mut ContactSolver,
-    ) -> Self {
-        Self {
-            model,
-            params,
-            state,
-            settings,
-            active,
-            solver,
-            timings: StepTimings::default(),
-            pivots: 0,
-            solves: 0,
-        }
-    }
-
-    /// The potential contacts at q within `margin` (m), with the step's
-    /// friction directions.
-    pub fn contacts(&mut self, q: &DVector<f64>, margin: f64) -> Vec<Contact> {
-        let clock = Instant::now();
-        let found = self.model.contacts(q, self.params.friction_edges(), margin);
-        self.timings.geometry += clock.elapsed();
-        found
-    }
-
-    /// The identities and gaps of [`Self::contacts`], without Jacobians.
-    pub fn gaps(&mut self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
-        let clock = Instant::now();
-        let found = self.model.gaps(q, margin);
-        self.timings.geometry += clock.elapsed();
-        found
-    }
-
-    /// Solves a contact problem of form `form` with the step's solver (its
-    /// warm start and fallbacks), counting it.
-    pub fn solve(&mut self, problem: &ContactProblem<'_>, form: Form) -> ContactSolution {
-        let clock = Instant::now();
-        let solution = self.solver.solve(problem, form, self.settings);
-        self.count(&solution, clock);
-        solution
-    }
-
-    /// Solves Moreau–Jean's planar LCP (33) over the contacts `ids`.
-    pub fn solve_planar(
-        &mut self,
-        problem: super::glocker_studer::PlanarImpactLcp,
-        ids: &[ContactId],
-        free: &DVector<f64>,
-    ) -> ContactSolution {
-        let clock = Instant::now();
-        let solution = self.solver.solve_planar(problem, ids, free);
-        self.count(&solution, clock);
-        solution
-    }
-
-    /// Counts a solve that could not even be posed (its problem does not
-    /// exist, e.g. dependent joints) and hands it back.
-    pub fn unsolvable(&mut self, solution: ContactSolution) -> ContactSolution {
-        self.solves += 1;
-        solution
-    }
-
-    fn count(&mut self, solution: &ContactSolution, clock: Instant) {
-        self.timings.lemke += clock.elapsed();
-        self.pivots += solution.pivots;
-        self.solves += 1;
-    }
-
-    /// The contact solver itself.
-    pub fn solver(&mut self) -> &mut ContactSolver {
-        self.solver
-    }
-
-    /// Whether the solver lets contacts join during a solve
-    /// ([`ContactProblem::activation`]) for this model.
-    pub fn activates(&self) -> bool {
-        self.solver.activates(&self.model.mass_inverse_form())
-    }
-
-    /// W of the contact problem for the model: M⁻¹.
-    pub fn mass_inverse(&self) -> MassInverse<'a> {
-        self.model.mass_inverse_form()
-    }
-
-    /// Lemke pivots so far.
-    pub fn pivots(&self) -> usize {
-        self.pivots
-    }
-
-    /// Solves so far.
-    pub fn solves(&self) -> usize {
-        self.solves
-    }
 }
 
 /// What a stepper remembers between steps: the scheme it stepped with, that
@@ -219,7 +93,18 @@ pub struct Stepper {
     /// Tolerances and limits.
     pub settings: StepSettings,
     keep_lcp: bool,
-    /// Reused between steps: the map the contact reports look end gaps up in.
+    workspace: Workspace,
+}
+
+/// What the steps reuse: none of it is state (a step's result does not
+/// depend on it), and a clone keeps buffers of the same sizes.
+#[derive(Debug, Clone, Default)]
+struct Workspace {
+    solve: SolveBuffers,
+    broad: BroadPhase,
+    buffers: Buffers,
+    scratch: ScratchSlot,
+    /// The map the contact reports look end gaps up in.
     gap_lookup: HashMap<ContactId, f64>,
 }
 
@@ -239,6 +124,18 @@ impl Stepper {
     /// a solve fails the state is left unchanged, the solver's caches are
     /// dropped and the report carries the status.
     pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
+        self.step_reusing(model, params, state, Vec::new())
+    }
+
+    /// [`Self::step`] with the contact reports written into `reports` (the
+    /// last report's, whose storage is reused).
+    pub fn step_reusing(
+        &mut self,
+        model: &Model,
+        params: &Params,
+        state: &mut State,
+        mut reports: Vec<ContactReport>,
+    ) -> StepReport {
         let start = Instant::now();
         if self.memory.scheme != params.stepper {
             self.memory = StepperMemory::cold(params.stepper);
@@ -246,17 +143,27 @@ impl Stepper {
         let memory = &mut self.memory;
         memory.solver.begin_step(params);
         memory.solver.keep_lcp = self.keep_lcp;
-        let mut step = Step::new(
-            model,
-            params,
-            state,
-            &self.settings,
-            &memory.active,
-            &mut memory.solver,
-        );
+        let work = &mut self.workspace;
+        let lent = Lent {
+            solver: &mut memory.solver,
+            solve: &mut work.solve,
+            broad: &mut work.broad,
+            buffers: &mut work.buffers,
+            scratch: &mut work.scratch,
+        };
+        let mut step = Step::new(model, params, state, &self.settings, &memory.active, lent);
         let outcome = scheme(params.stepper).advance(&mut step);
-        let (timings, pivots, solves) = (step.timings, step.pivots, step.solves);
-        let sweeps = memory.solver.sweeps();
+        let timings = StepTimings {
+            geometry: step.geometry.time(),
+            lcp_build: step.lcp_build,
+            lemke: step.solver.time(),
+            total: Duration::ZERO,
+        };
+        let (pivots, solves, sweeps) = (
+            step.solver.pivots(),
+            step.solver.solves(),
+            step.solver.sweeps(),
+        );
         let advance = match outcome {
             Ok(advance) => advance,
             Err(solution) => {
@@ -270,20 +177,22 @@ impl Stepper {
                 return report::failure(model, params, state, failed, timings, start);
             }
         };
+        let buffers = &work.buffers;
         let ending = Ending {
-            gaps: &advance.end_gaps,
+            gaps: &buffers.end_gaps,
             missing: advance.missing,
             velocity: &advance.v,
             velocity_scale: advance.velocity_scale,
             zero: self.settings.zero,
         };
-        let contacts = report::contact_reports(
-            &advance.contacts,
+        report::contact_reports(
+            buffers.solved.as_slice(),
             &advance.solution,
             &ending,
-            &mut self.gap_lookup,
+            &mut work.gap_lookup,
+            &mut reports,
         );
-        let min_gap = advance
+        let min_gap = buffers
             .end_gaps
             .iter()
             .map(|(_, gap)| *gap)
@@ -298,7 +207,7 @@ impl Stepper {
         timings.total = start.elapsed();
         StepReport {
             t: state.t,
-            contacts,
+            contacts: reports,
             lcp_size: solution.lcp_size,
             largest_island: solution.largest_island,
             pivots,

@@ -22,6 +22,7 @@ pub mod projection;
 pub mod report;
 pub mod settings;
 pub mod solve;
+pub mod step;
 pub mod stewart_trinkle;
 pub mod warm;
 

@@ -30,14 +30,16 @@
 //! velocity level only.
 
 use super::ContactReport;
-use super::driver::{ActiveSet, Advance, Scheme, Step};
+use super::driver::{ActiveSet, Advance, Scheme};
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
 use super::report::{self, EndGap, Ending};
 use super::settings::StepSettings;
-use super::solve::{Activation, ContactProblem, ContactSolution, ContactSolver, Failed};
+use super::solve::PlanarSolve;
+use super::solve::{Activation, ContactProblem, ContactSolution, Failed};
+use super::step::{Detached, Solver, Step};
 use super::warm::Form;
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, Model, State};
+use crate::model::{Contact, ContactId, ContactSet, Model, State};
 use crate::params::{Params, SolverKind};
 use nalgebra::DVector;
 use std::time::Instant;
@@ -47,14 +49,52 @@ use thiserror::Error;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MoreauJean;
 
-/// What the velocity-level problem (17) gave: the index set and its solve.
+/// The buffers of a step, kept between steps.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The candidates at q^M.
+    candidates: ContactSet,
+    /// Which of them are in the index set 𝓗.
+    active: Vec<bool>,
+    /// Their gaps at q^M, m.
+    gaps: Vec<f64>,
+    /// The index set of a round.
+    index_set: ContactSet,
+    /// The per-contact terms of a solve.
+    terms: Terms,
+}
+
+/// The per-contact terms of one solve.
+#[derive(Debug, Clone, Default)]
+struct Terms {
+    /// (ε_N, ε_T) of each contact.
+    restitution: Vec<(f64, f64)>,
+    /// The right-hand-side terms of (29) and μ.
+    normal_terms: Vec<f64>,
+    friction_terms: Vec<f64>,
+    mu: Vec<f64>,
+}
+
+/// What the velocity-level problem (17) gave: u* and the solve, posed over
+/// the scratch's candidates (under activation) or its index set.
 struct Solved {
     /// u* = u^A + M⁻¹hΔt, the velocity without contact impulses.
     free: DVector<f64>,
-    /// The contacts posed (those that took part: see the solution's
-    /// `active`).
-    contacts: Vec<Contact>,
     solution: ContactSolution,
+    /// Whether the solve was posed over every candidate.
+    candidates: bool,
+}
+
+impl Solved {
+    /// The contacts the solve was posed over (those that took part: see the
+    /// solution's `active`).
+    fn contacts<'s>(&self, scratch: &'s Scratch) -> &'s [Contact] {
+        if self.candidates {
+            scratch.candidates.as_slice()
+        } else {
+            scratch.index_set.as_slice()
+        }
+    }
 }
 
 /// The result of the impact map (h = 0).
@@ -80,9 +120,8 @@ pub struct ImpactError {
 /// from a cold start.
 pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, ImpactError> {
     let settings = StepSettings::default();
-    let active = ActiveSet::new();
-    let mut solver = ContactSolver::default();
-    let mut step = Step::new(model, params, state, &settings, &active, &mut solver);
+    let mut parts = Detached::default();
+    let mut step = parts.step(model, params, state, &settings);
     let solved = solve(&mut step, &state.q, state.t, 0.0);
     if solved.solution.status != LcpStatus::Solved {
         return Err(ImpactError {
@@ -96,11 +135,13 @@ pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, I
         velocity_scale: settings.velocity_scale(&solved.free),
         zero: settings.zero,
     };
-    let contacts = report::contact_reports(
-        &solved.contacts,
+    let mut contacts = Vec::new();
+    report::contact_reports(
+        solved.contacts(step.scratch.get()),
         &solved.solution,
         &ending,
         &mut Default::default(),
+        &mut contacts,
     );
     Ok(Impact {
         velocity: solved.solution.velocity,
@@ -114,22 +155,35 @@ impl Scheme for MoreauJean {
         let h = step.params.dt;
         // Step 2: the midpoint.
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
-        let solved = solve(step, &q_mid, state.t + 0.5 * h, h);
-        let solution = solved.solution.solved()?;
+        let Solved {
+            free,
+            solution,
+            candidates,
+        } = solve(step, &q_mid, state.t + 0.5 * h, h);
+        let solution = solution.solved()?;
         // Step 5: q^E = q^M + (h/2) u^E.
         let q_end = model.integrate(&q_mid, &solution.velocity, 0.5 * h);
         // For the report only (end gaps, the deepest one): the static part
         // of the margin. The velocity part, 2h·max|v| with the angular
         // velocities among v, reaches past every neighbour of a spinning
         // grain and made this call most of a granular step.
-        let end_gaps = step.gaps(&q_end, settings.static_margin(model));
+        step.geometry.gaps(
+            &q_end,
+            settings.static_margin(model),
+            &mut step.buffers.end_gaps,
+        );
+        let sc = step.scratch.get::<Scratch>();
+        let posed = if candidates {
+            &mut sc.candidates
+        } else {
+            &mut sc.index_set
+        };
+        std::mem::swap(&mut step.buffers.solved, posed);
         Ok(Advance {
             q: q_end,
             v: solution.velocity.clone(),
-            contacts: solved.contacts,
             solution,
-            velocity_scale: settings.velocity_scale(&solved.free),
-            end_gaps,
+            velocity_scale: settings.velocity_scale(&free),
             missing: EndGap::Predicted { lead: 0.5 * h },
             active: ActiveSet::new(),
         })
@@ -149,6 +203,7 @@ impl Scheme for MoreauJean {
 /// in one step at h = 0.05).
 fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solved {
     let (model, params, settings) = (step.model, step.params, step.settings);
+    let sc = step.scratch.get::<Scratch>();
     let u_start = &step.state.v;
     // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
     let free = if h > 0.0 {
@@ -166,156 +221,189 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
     } else {
         0.0
     };
-    let candidates = step.contacts(q_mid, margin);
+    step.geometry.contacts(q_mid, margin, &mut sc.candidates);
+    let candidates = sc.candidates.as_slice();
     // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
-    let mut active: Vec<bool> = candidates.iter().map(|c| c.gap <= 0.0).collect();
+    sc.active.clear();
+    sc.active.extend(candidates.iter().map(|c| c.gap <= 0.0));
     let tolerance = settings.gap_tolerance * model.length_scale();
     let lead = settings.activation_lead * h;
+    let mut posing = Posing {
+        model,
+        params,
+        u_start,
+        free: &free,
+        solver: &mut step.solver,
+        lcp_build: &mut step.lcp_build,
+        terms: &mut sc.terms,
+    };
     // NSGS on block-diagonal W does the rounds inside its sweeps
     // (`Activation`): the silo's grains, pressed into their neighbours,
     // took 6.3 solves a step of 115 sweeps each, restarting each round
     // (715 sweeps a step; 298 now).
-    if h > 0.0 && step.activates() {
-        let gaps: Vec<f64> = candidates.iter().map(|c| c.gap).collect();
+    if h > 0.0 && posing.solver.activates() {
+        sc.gaps.clear();
+        sc.gaps.extend(candidates.iter().map(|c| c.gap));
         let activation = Activation {
-            gaps: &gaps,
-            initially: &active,
+            gaps: &sc.gaps,
+            initially: &sc.active,
             lead,
             tolerance,
         };
-        let solution = solve_index_set(step, &candidates, &free, Some(activation));
+        let solution = posing.index_set(candidates, Some(activation));
         return Solved {
             free,
-            contacts: candidates,
             solution,
+            candidates: true,
         };
     }
     let mut rounds = 0;
     loop {
-        let contacts: Vec<Contact> = candidates
-            .iter()
-            .zip(&active)
-            .filter(|(_, on)| **on)
-            .map(|(c, _)| c.clone())
-            .collect();
-        let solution = solve_index_set(step, &contacts, &free, None);
-        if h == 0.0 || solution.status != LcpStatus::Solved {
-            return Solved {
-                free,
-                contacts,
-                solution,
-            };
-        }
+        sc.index_set.copy_from(
+            candidates
+                .iter()
+                .zip(&sc.active)
+                .filter(|(_, on)| **on)
+                .map(|(c, _)| c),
+        );
+        let solution = posing.index_set(sc.index_set.as_slice(), None);
         let mut grew = false;
-        for (c, on) in candidates.iter().zip(active.iter_mut()) {
-            let predicted = c.gap + lead * c.jacobian.normal_dot(&solution.velocity);
-            if !*on && predicted < -tolerance {
-                *on = true;
-                grew = true;
+        if h != 0.0 && solution.status == LcpStatus::Solved {
+            for (c, on) in candidates.iter().zip(sc.active.iter_mut()) {
+                let predicted = c.gap + lead * c.jacobian.normal_dot(&solution.velocity);
+                if !*on && predicted < -tolerance {
+                    *on = true;
+                    grew = true;
+                }
             }
+            rounds += 1;
         }
-        rounds += 1;
         if !grew || rounds >= settings.active_set_rounds.max(1) {
             return Solved {
                 free,
-                contacts,
                 solution,
+                candidates: false,
             };
         }
     }
 }
 
-/// Step 4 on a given index set: u^E from (17); with `activation`, on the
-/// contacts of `contacts` that it activates.
-fn solve_index_set(
-    step: &mut Step<'_>,
-    contacts: &[Contact],
-    free: &DVector<f64>,
-    activation: Option<Activation<'_>>,
-) -> ContactSolution {
-    if contacts.is_empty() {
-        return ContactSolution::empty(free);
-    }
-    let (model, params) = (step.model, step.params);
-    let restitution: Vec<(f64, f64)> = contacts
-        .iter()
-        .map(|c| model.restitution(&c.id, params))
-        .collect();
-    // In the plane (and without friction anywhere) the LCP (33); Lemke has no
-    // guarantee for its matrix, so when it fails the same law is posed as
-    // the copositive-plus (29) form, which Lemke always processes. NSGS
-    // takes the (29) form directly (the two-direction law in the plane):
-    // (33) is dense in the model's M⁻¹.
-    if (model.is_planar() || params.mu == 0.0)
-        && params.solver == SolverKind::Lemke
-        && activation.is_none()
-    {
-        let clock = Instant::now();
-        let dof = model.dof();
-        let planar: Vec<PlanarContact> = contacts
-            .iter()
-            .zip(&restitution)
-            .map(|(c, &(eps_n, eps_t))| {
-                let t = (c.jacobian.friction_count() > 0)
-                    .then(|| c.jacobian.dense_direction(0, dof))
-                    .filter(|t| t.amax() > 0.0);
-                PlanarContact {
-                    w_n: c.jacobian.dense_normal(dof),
-                    w_t: t,
-                    mu: params.mu,
-                    eps_n,
-                    eps_t,
-                }
-            })
-            .collect();
-        let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), free, &step.state.v);
-        step.timings.lcp_build += clock.elapsed();
-        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
-        let solution = step.solve_planar(problem, &ids, free);
-        if solution.status == LcpStatus::Solved {
-            return solution;
-        }
-    }
-    solve_pyramid(step, contacts, &restitution, free, activation)
+/// What posing and solving (17) needs of a step.
+struct Posing<'s, 'a> {
+    model: &'a Model,
+    params: &'a Params,
+    /// u^A.
+    u_start: &'a DVector<f64>,
+    /// u*.
+    free: &'s DVector<f64>,
+    solver: &'s mut Solver<'a>,
+    lcp_build: &'s mut std::time::Duration,
+    terms: &'s mut Terms,
 }
 
-/// Newton's impact law on the k-edge friction pyramid: the LCP (29) on
-/// velocity level, σ = ñᵀu^E + ε_N γ_N^A ≥ 0 and ρ = D̃ᵀu^E + ε_T D̃ᵀu^A + Ẽλ
-/// ≥ 0 (ξ_N and ξ_T of (11) in place of the relative velocities).
-fn solve_pyramid(
-    step: &mut Step<'_>,
-    contacts: &[Contact],
-    restitution: &[(f64, f64)],
-    free: &DVector<f64>,
-    activation: Option<Activation<'_>>,
-) -> ContactSolution {
-    let u_start = &step.state.v;
-    let refs: Vec<&Contact> = contacts.iter().collect();
-    let normal_terms: Vec<f64> = contacts
-        .iter()
-        .zip(restitution)
-        .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start))
-        .collect();
-    let friction_terms: Vec<f64> = contacts
-        .iter()
-        .zip(restitution)
-        .flat_map(|(c, &(_, eps_t))| {
-            (0..c.jacobian.friction_count()).map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
-        })
-        .collect();
-    let mu = vec![step.params.mu; contacts.len()];
-    let problem = ContactProblem {
-        contacts: &refs,
-        map: step.mass_inverse(),
-        dof: step.model.dof(),
-        free,
-        normal_terms: &normal_terms,
-        friction_terms: &friction_terms,
-        relaxed_normal_terms: None,
-        mu: &mu,
-        activation,
-    };
-    step.solve(&problem, Form::Impact)
+impl Posing<'_, '_> {
+    /// Step 4 on a given index set: u^E from (17); with `activation`, on
+    /// the contacts of `contacts` that it activates.
+    fn index_set(
+        &mut self,
+        contacts: &[Contact],
+        activation: Option<Activation<'_>>,
+    ) -> ContactSolution {
+        if contacts.is_empty() {
+            return ContactSolution::empty(self.free);
+        }
+        let (model, params, free) = (self.model, self.params, self.free);
+        let restitution = &mut self.terms.restitution;
+        restitution.clear();
+        restitution.extend(contacts.iter().map(|c| model.restitution(&c.id, params)));
+        // In the plane (and without friction anywhere) the LCP (33); Lemke has no
+        // guarantee for its matrix, so when it fails the same law is posed as
+        // the copositive-plus (29) form, which Lemke always processes. NSGS
+        // takes the (29) form directly (the two-direction law in the plane):
+        // (33) is dense in the model's M⁻¹.
+        if (model.is_planar() || params.mu == 0.0)
+            && params.solver == SolverKind::Lemke
+            && activation.is_none()
+        {
+            let clock = Instant::now();
+            let dof = model.dof();
+            let planar: Vec<PlanarContact> = contacts
+                .iter()
+                .zip(restitution.iter())
+                .map(|(c, &(eps_n, eps_t))| {
+                    let t = (c.jacobian.friction_count() > 0)
+                        .then(|| c.jacobian.dense_direction(0, dof))
+                        .filter(|t| t.amax() > 0.0);
+                    PlanarContact {
+                        w_n: c.jacobian.dense_normal(dof),
+                        w_t: t,
+                        mu: params.mu,
+                        eps_n,
+                        eps_t,
+                    }
+                })
+                .collect();
+            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), free, self.u_start);
+            *self.lcp_build += clock.elapsed();
+            let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
+            let solution = self.solver.solve_planar(PlanarSolve {
+                problem,
+                ids: &ids,
+                free,
+            });
+            if solution.status == LcpStatus::Solved {
+                return solution;
+            }
+        }
+        self.pyramid(contacts, activation)
+    }
+
+    /// Newton's impact law on the k-edge friction pyramid: the LCP (29) on
+    /// velocity level, σ = ñᵀu^E + ε_N γ_N^A ≥ 0 and ρ = D̃ᵀu^E + ε_T D̃ᵀu^A +
+    /// Ẽλ ≥ 0 (ξ_N and ξ_T of (11) in place of the relative velocities),
+    /// with the contacts' (ε_N, ε_T) in `terms.restitution`.
+    fn pyramid(
+        &mut self,
+        contacts: &[Contact],
+        activation: Option<Activation<'_>>,
+    ) -> ContactSolution {
+        let u_start = self.u_start;
+        let refs: Vec<&Contact> = contacts.iter().collect();
+        let Terms {
+            restitution,
+            normal_terms,
+            friction_terms,
+            mu,
+        } = &mut *self.terms;
+        normal_terms.clear();
+        normal_terms.extend(
+            contacts
+                .iter()
+                .zip(restitution.iter())
+                .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start)),
+        );
+        friction_terms.clear();
+        friction_terms.extend(contacts.iter().zip(restitution.iter()).flat_map(
+            |(c, &(_, eps_t))| {
+                (0..c.jacobian.friction_count())
+                    .map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
+            },
+        ));
+        mu.clear();
+        mu.resize(contacts.len(), self.params.mu);
+        let problem = ContactProblem {
+            contacts: &refs,
+            map: self.solver.mass_inverse(),
+            dof: self.model.dof(),
+            free: self.free,
+            normal_terms,
+            friction_terms,
+            relaxed_normal_terms: None,
+            mu,
+            activation,
+        };
+        self.solver.solve(&problem, Form::Impact)
+    }
 }
 
 #[cfg(test)]
@@ -326,13 +414,13 @@ mod tests {
 
     /// What the tests read of one contact's impulse: normal, tangential,
     /// pressed (normal impulse above round-off) and sliding.
-    fn impulses(solved: &Solved) -> Vec<(f64, f64, bool, bool)> {
+    fn impulses(solved: &Solved, contacts: &[Contact]) -> Vec<(f64, f64, bool, bool)> {
         let settings = StepSettings::default();
         let solution = &solved.solution;
         let impulse_zero = settings.zero * solution.z.amax();
         let speed_zero = settings.zero * settings.velocity_scale(&solved.free);
         solution
-            .impulses(&solved.contacts)
+            .impulses(contacts)
             .map(|p| {
                 (
                     p.normal,
@@ -359,21 +447,20 @@ mod tests {
         let settings = StepSettings::default();
         let tolerance = settings.gap_tolerance * model.length_scale();
         let mut state = scene.initial.clone();
-        let mut solver = ContactSolver::default();
-        let active = ActiveSet::new();
+        let mut parts = Detached::default();
         let (mut checked, mut joined) = (0, 0);
         for _ in 0..80 {
-            solver.begin_step(params);
+            parts.solver.begin_step(params);
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
-            let mut step = Step::new(model, params, &state, &settings, &active, &mut solver);
+            let mut step = parts.step(model, params, &state, &settings);
             let solved = solve(&mut step, &q_mid, t_mid, h);
-            let solves = step.solves();
+            let solves = step.solver.solves();
             let solution = &solved.solution;
             assert_eq!(solution.status, LcpStatus::Solved, "t = {}", state.t);
             assert!(solves <= 1, "t = {}: {} solves", state.t, solves);
             let in_set: std::collections::HashSet<_> = solved
-                .contacts
+                .contacts(step.scratch.get())
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| solution.active.as_ref().is_none_or(|a| a[*j]))
@@ -411,31 +498,43 @@ mod tests {
         let params = &scene.params;
         let h = params.dt;
         let settings = StepSettings::default();
-        let active = ActiveSet::new();
         let mut state = scene.initial.clone();
-        let mut solver = ContactSolver::default();
-        let mut other = ContactSolver::default();
+        let mut parts = Detached::default();
+        let mut other = Detached::default();
         let (mut slides, mut sticks) = (0, 0);
         for _ in 0..3000 {
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
-            let mut step = Step::new(model, params, &state, &settings, &active, &mut solver);
+            let mut step = parts.step(model, params, &state, &settings);
             let planar = solve(&mut step, &q_mid, t_mid, h);
             assert_eq!(planar.solution.status, LcpStatus::Solved);
-            assert!(step.solves() <= 1, "(33) solved by Lemke");
-            if !planar.contacts.is_empty() {
-                let restitution: Vec<(f64, f64)> = planar
-                    .contacts
-                    .iter()
-                    .map(|c| model.restitution(&c.id, params))
-                    .collect();
+            assert!(step.solver.solves() <= 1, "(33) solved by Lemke");
+            let contacts = planar.contacts(step.scratch.get()).to_vec();
+            if !contacts.is_empty() {
                 let force = model.forces(&q_mid, &state.v, t_mid, params);
                 let free = &state.v + model.mass_inverse() * force * h;
-                let mut step = Step::new(model, params, &state, &settings, &active, &mut other);
+                let mut step = other.step(model, params, &state, &settings);
+                let mut terms = Terms {
+                    restitution: contacts
+                        .iter()
+                        .map(|c| model.restitution(&c.id, params))
+                        .collect(),
+                    ..Terms::default()
+                };
+                let mut posing = Posing {
+                    model,
+                    params,
+                    u_start: &state.v,
+                    free: &free,
+                    solver: &mut step.solver,
+                    lcp_build: &mut step.lcp_build,
+                    terms: &mut terms,
+                };
+                let solution = posing.pyramid(&contacts, None);
                 let pyramid = Solved {
-                    solution: solve_pyramid(&mut step, &planar.contacts, &restitution, &free, None),
+                    solution,
                     free,
-                    contacts: planar.contacts.clone(),
+                    candidates: false,
                 };
                 assert_eq!(pyramid.solution.status, LcpStatus::Solved);
                 let scale = state.v.amax().max(1.0);
@@ -447,7 +546,8 @@ mod tests {
                     planar.solution.velocity,
                     pyramid.solution.velocity
                 );
-                let (planar_impulses, pyramid_impulses) = (impulses(&planar), impulses(&pyramid));
+                let (planar_impulses, pyramid_impulses) =
+                    (impulses(&planar, &contacts), impulses(&pyramid, &contacts));
                 let impulse_scale = planar_impulses.iter().map(|p| p.0).fold(1e-9, f64::max);
                 for (a, b) in planar_impulses.iter().zip(&pyramid_impulses) {
                     assert!((a.0 - b.0).abs() < 1e-7 * impulse_scale);

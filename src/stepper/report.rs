@@ -128,20 +128,23 @@ pub struct Ending<'a> {
 }
 
 /// The reports of the contacts that took part in `solution`, posed over
-/// `contacts`: impulses, state and gap at the end of the step. `lookup` is a
+/// `contacts`: impulses, state and gap at the end of the step, into
+/// `reports` (replaced; the storage of its reports is reused). `lookup` is a
 /// map reused between steps.
 pub fn contact_reports(
     contacts: &[Contact],
     solution: &ContactSolution,
     ending: &Ending<'_>,
     lookup: &mut HashMap<ContactId, f64>,
-) -> Vec<ContactReport> {
+    reports: &mut Vec<ContactReport>,
+) {
     lookup.clear();
     lookup.extend(ending.gaps.iter().copied());
     let impulse_zero = ending.zero * solution.z.amax();
     let speed_zero = ending.zero * ending.velocity_scale;
     let taking_part = |j: usize| solution.active.as_ref().is_none_or(|a| a[j]);
-    contacts
+    let mut written = 0;
+    let found = contacts
         .iter()
         .zip(solution.impulses(contacts))
         .enumerate()
@@ -157,17 +160,33 @@ pub fn contact_reports(
                     EndGap::Posed => contact.gap,
                     EndGap::Open => f64::INFINITY,
                 });
-            ContactReport {
+            (contact, p, gap)
+        });
+    for (contact, p, gap) in found {
+        let state = contact_state(p.normal, impulse_zero, p.slip, speed_zero);
+        match reports.get_mut(written) {
+            Some(report) => {
+                report.id = contact.id;
+                report.gap = gap;
+                report.normal_impulse = p.normal;
+                report.friction_impulse = p.friction;
+                report.tangential_impulse = p.tangential;
+                report.state = state;
+                report.frame.clone_from(&contact.frame);
+            }
+            None => reports.push(ContactReport {
                 id: contact.id,
                 gap,
                 normal_impulse: p.normal,
                 friction_impulse: p.friction,
                 tangential_impulse: p.tangential,
-                state: contact_state(p.normal, impulse_zero, p.slip, speed_zero),
+                state,
                 frame: contact.frame.clone(),
-            }
-        })
-        .collect()
+            }),
+        }
+        written += 1;
+    }
+    reports.truncate(written);
 }
 
 /// What failed in a step, for [`failure`].

@@ -19,9 +19,9 @@ mod dense;
 mod islands;
 mod solution;
 
-pub use dense::{Regularized, solve_or_fail, solve_regularized};
+pub use dense::{PlanarSolve, Regularized, solve_or_fail, solve_regularized};
 pub(super) use islands::friction_starts;
-pub use islands::islands;
+pub use islands::{Islands, islands};
 use islands::{frictionless_basis, global_indices};
 pub use solution::{ContactSolution, Failed, Unknowns};
 
@@ -29,7 +29,7 @@ use super::assembly::Layout;
 use super::contact_lcp::ContactLcp;
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
-use super::warm::{Form, WarmStart, normals_only};
+use super::warm::{Form, LastImpulses, WarmStart, normals_only};
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{FrictionCone, Params, SolverKind};
@@ -154,9 +154,9 @@ pub struct Activation<'a> {
 pub struct ContactSolver {
     /// The bases of the last solve by contact identity, for every form.
     warm: WarmStart,
-    /// The impulses of the last solve in which each contact took part (row
-    /// 0: c_n, row i ≥ 1: βᵢ), the centre of the proximal shift.
-    impulses: HashMap<ContactId, Vec<f64>>,
+    /// The impulses of the last solve in which each contact took part, the
+    /// centre of the proximal shift and NSGS's warm start.
+    impulses: LastImpulses,
     /// The ladder level that solved each body's island last time, by the
     /// body's first velocity index.
     levels: HashMap<usize, usize>,
@@ -172,9 +172,37 @@ pub struct ContactSolver {
     /// NSGS sweeps since [`Self::begin_step`].
     #[serde(skip)]
     sweeps: usize,
-    /// NSGS's buffers, reused from step to step.
-    #[serde(skip)]
-    workspace: nsgs::Workspace,
+}
+
+/// What the solver reuses from solve to solve; not memory (a solve's result
+/// does not depend on it), kept by the stepper apart from the checkpoints.
+#[derive(Debug, Clone, Default)]
+pub struct SolveBuffers {
+    /// NSGS's buffers.
+    nsgs: nsgs::Workspace,
+    /// The islands of a problem.
+    islands: Islands,
+    /// What the solve records, swapped into the solver's memory when every
+    /// island is solved: the bases, the impulses and the ladder levels.
+    warm: WarmStart,
+    impulses: LastImpulses,
+    levels: HashMap<usize, usize>,
+    /// An island's contacts' identities, friction directions and μ.
+    ids: Vec<ContactId>,
+    friction: Vec<usize>,
+    mu: Vec<f64>,
+    /// The first friction row of each contact, and an island's indices in
+    /// the whole layout.
+    starts: Vec<usize>,
+    global_of: Vec<usize>,
+    /// The velocity blocks of an island's bodies.
+    blocks: Vec<usize>,
+    /// An island's right-hand sides (the scheme's and the relaxed one), the
+    /// proximal centre and the equilibration.
+    q: Vec<f64>,
+    relaxed: Vec<f64>,
+    centre: Vec<f64>,
+    scale: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -182,7 +210,7 @@ impl ContactSolver {
     /// impulses by contact, the ladder levels by body and of the dense LCP.
     pub fn restored(
         warm: WarmStart,
-        impulses: HashMap<ContactId, Vec<f64>>,
+        impulses: LastImpulses,
         levels: HashMap<usize, usize>,
         dense_level: usize,
     ) -> Self {
@@ -228,16 +256,18 @@ impl ContactSolver {
         problem: &ContactProblem<'_>,
         form: Form,
         settings: &StepSettings,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
         match problem.map {
             MassInverse::Diagonal(w) => match self.nsgs {
-                Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits),
+                Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits, buffers),
                 None => self.solve_islands(
                     problem,
                     w.as_slice(),
                     form,
                     form.frictionless_start(),
                     settings,
+                    buffers,
                 ),
             },
             MassInverse::Dense(_) => self.solve_dense(problem, form, settings),
@@ -257,20 +287,22 @@ impl ContactSolver {
         problem: &ContactProblem<'_>,
         w: &[f64],
         limits: NsgsLimits,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
-        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut self.workspace);
+        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
         self.sweeps += solved.sweeps;
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
             self.impulses.clear();
-            self.impulses
-                .extend(problem.contacts.iter().enumerate().map(|(j, c)| {
-                    let k = c.jacobian.friction_count();
-                    let mut z = vec![solved.z[layout.normal(j)]];
-                    z.extend((0..k).map(|i| solved.z[starts[j] + i]));
-                    (c.id, z)
-                }));
+            for (j, c) in problem.contacts.iter().enumerate() {
+                let k = c.jacobian.friction_count();
+                let beta = (0..k).map(|i| solved.z[starts[j] + i]);
+                self.impulses.insert(
+                    c.id,
+                    std::iter::once(solved.z[layout.normal(j)]).chain(beta),
+                );
+            }
             // A later Lemke solve starts afresh.
             self.warm.clear();
         }
@@ -303,16 +335,24 @@ impl ContactSolver {
     }
 
     /// The right-hand side of (29) for contacts `members` of `problem`, laid
-    /// out by `lcp`: Jᵀv* plus the scheme's terms.
+    /// out by `lcp`, into `q`: Jᵀv* plus the scheme's terms `normal_terms`
+    /// and `problem.friction_terms`.
     fn rhs(
         problem: &ContactProblem<'_>,
         lcp: &ContactLcp<'_>,
         members: &[usize],
         starts: &[usize],
-        free_part: &DVector<f64>,
         normal_terms: &[f64],
-    ) -> DVector<f64> {
-        let mut q = free_part.clone();
+        q: &mut Vec<f64>,
+    ) {
+        q.clear();
+        q.resize(lcp.layout.size(), 0.0);
+        for (local, &j) in members.iter().enumerate() {
+            let c = problem.contacts[j];
+            for r in 0..=c.jacobian.friction_count() {
+                q[lcp.index(local, r)] = c.jacobian.dot(r, problem.free);
+            }
+        }
         let mut row = 0;
         for (local, &j) in members.iter().enumerate() {
             q[lcp.layout.normal(local)] += normal_terms[j];
@@ -324,7 +364,6 @@ impl ContactSolver {
             }
             row += k;
         }
-        q
     }
 
     fn solve_islands(
@@ -334,10 +373,18 @@ impl ContactSolver {
         form: Form,
         frictionless_start: bool,
         settings: &StepSettings,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
         let contacts = problem.contacts;
         let layout = Layout::of(contacts);
-        let starts = friction_starts(contacts);
+        let starts = &mut buffers.starts;
+        starts.clear();
+        starts.extend(contacts.iter().scan(0, |row, c| {
+            let start = *row;
+            *row += c.jacobian.friction_count();
+            Some(start)
+        }));
+        let starts = &buffers.starts;
         let size = layout.size();
         let mut solution = ContactSolution {
             status: LcpStatus::Solved,
@@ -358,38 +405,47 @@ impl ContactSolver {
             active: None,
         };
         let mut velocity_change = DVector::zeros(problem.dof);
-        let mut recorded = Vec::new();
-        let mut levels = HashMap::default();
-        let mut impulses = HashMap::default();
-        for members in islands(contacts) {
+        // What this solve records, kept only when every island is solved.
+        buffers.warm.begin(form);
+        buffers.impulses.clear();
+        buffers.levels.clear();
+        buffers.islands.find(contacts);
+        for g in 0..buffers.islands.len() {
+            let members = buffers.islands.get(g);
             let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
-            let mu: Vec<f64> = members.iter().map(|&j| problem.mu[j]).collect();
-            let mut lcp = ContactLcp::new(jacobians, w, &mu);
+            buffers.mu.clear();
+            buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
+            let mut lcp = ContactLcp::new(jacobians, w, &buffers.mu);
             let local = lcp.layout;
-            let global_of = global_indices(&members, contacts, &starts, layout);
-            let free_part = lcp.transpose_times(problem.free);
-            let q = Self::rhs(
-                problem,
-                &lcp,
-                &members,
-                &starts,
-                &free_part,
-                problem.normal_terms,
+            global_indices(members, contacts, starts, layout, &mut buffers.global_of);
+            let global_of = &buffers.global_of;
+            let mut q = std::mem::take(&mut buffers.q);
+            Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
+            let q = DVector::from_vec(q);
+            let relaxed = problem.relaxed_normal_terms.map(|terms| {
+                let mut relaxed = std::mem::take(&mut buffers.relaxed);
+                Self::rhs(problem, &lcp, members, starts, terms, &mut relaxed);
+                DVector::from_vec(relaxed)
+            });
+            let ids = &mut buffers.ids;
+            ids.clear();
+            ids.extend(members.iter().map(|&j| contacts[j].id));
+            let friction = &mut buffers.friction;
+            friction.clear();
+            friction.extend(
+                members
+                    .iter()
+                    .map(|&j| contacts[j].jacobian.friction_count()),
             );
-            let relaxed = problem
-                .relaxed_normal_terms
-                .map(|terms| Self::rhs(problem, &lcp, &members, &starts, &free_part, terms));
-            let ids: Vec<ContactId> = members.iter().map(|&j| contacts[j].id).collect();
-            let friction: Vec<usize> = members
-                .iter()
-                .map(|&j| contacts[j].jacobian.friction_count())
-                .collect();
-            let warm_start = self.warm.basis(form, &ids, &friction, local);
+            let warm_start = self.warm.basis(form, ids, friction, local);
             let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
-            let scale: Vec<f64> = lcp
-                .scale()
-                .map_or_else(|| vec![1.0; local.size()], <[f64]>::to_vec);
+            let mut scale = std::mem::take(&mut buffers.scale);
+            scale.clear();
+            match lcp.scale() {
+                Some(s) => scale.extend_from_slice(s),
+                None => scale.resize(local.size(), 1.0),
+            }
             let scaled = |v: &DVector<f64>| DVector::from_fn(v.len(), |i, _| v[i] * scale[i]);
             let warm_start = warm_start.or_else(|| {
                 frictionless_start
@@ -401,10 +457,13 @@ impl ContactSolver {
                 warm_fallback,
                 ..LemkeOptions::default()
             };
-            let blocks: Vec<usize> = members
-                .iter()
-                .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start))
-                .collect();
+            let blocks = &mut buffers.blocks;
+            blocks.clear();
+            blocks.extend(
+                members
+                    .iter()
+                    .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start)),
+            );
             let first = blocks
                 .iter()
                 .filter_map(|b| self.levels.get(b))
@@ -413,7 +472,10 @@ impl ContactSolver {
                 .unwrap_or(0);
             // The proximal centre: the impulses these contacts had in the
             // last solve, laid out as this island's LCP.
-            let mut centre = DVector::zeros(local.size());
+            let mut centre = std::mem::take(&mut buffers.centre);
+            centre.clear();
+            centre.resize(local.size(), 0.0);
+            let mut centre = DVector::from_vec(centre);
             for (local_j, &j) in members.iter().enumerate() {
                 let c = contacts[j];
                 if let Some(previous) = self.impulses.get(&c.id)
@@ -476,8 +538,8 @@ impl ContactSolver {
             solution.largest_island = solution.largest_island.max(local.size());
             solution.pivots += pivots;
             solution.residual = solution.residual.max(island.residual);
-            for &b in &blocks {
-                levels.insert(b, level);
+            for &b in blocks.iter() {
+                buffers.levels.insert(b, level);
             }
             if let Some(dump) = solution.lcp.as_mut() {
                 let dense = lcp.to_dense();
@@ -490,6 +552,13 @@ impl ContactSolver {
                     }
                 }
             }
+            // The island's buffers go back for the next one.
+            buffers.q = q.data.into();
+            if let Some(relaxed) = relaxed {
+                buffers.relaxed = relaxed.data.into();
+            }
+            buffers.centre = centre.data.into();
+            buffers.scale = scale;
             if island.status != LcpStatus::Solved {
                 solution.status = island.status;
                 break;
@@ -501,20 +570,17 @@ impl ContactSolver {
             lcp.add_velocity_change(&island.z, &mut velocity_change);
             for (local_j, &j) in members.iter().enumerate() {
                 let rows = contacts[j].jacobian.friction_count() + 1;
-                impulses.insert(
+                buffers.impulses.insert(
                     contacts[j].id,
-                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]).collect(),
+                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]),
                 );
             }
-            recorded.push((ids, friction, local, island.basis));
+            buffers.warm.add(ids, friction, local, &island.basis);
         }
         if solution.status == LcpStatus::Solved {
-            self.impulses = impulses;
-            self.levels = levels;
-            self.warm.begin(form);
-            for (ids, friction, local, basis) in recorded {
-                self.warm.add(&ids, &friction, local, &basis);
-            }
+            std::mem::swap(&mut self.impulses, &mut buffers.impulses);
+            std::mem::swap(&mut self.levels, &mut buffers.levels);
+            std::mem::swap(&mut self.warm, &mut buffers.warm);
         }
         // v* + W J z, the impulses summed before v* is added.
         solution.velocity += &velocity_change;

@@ -222,6 +222,47 @@ impl WarmStart {
     }
 }
 
+/// The impulses each contact had in the last solve it took part in (row 0:
+/// c_n, row i ≥ 1: βᵢ, N·s), by identity: the centre of the proximal shift
+/// of the regularization ([`super::solve`]) and NSGS's warm start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LastImpulses {
+    /// Each contact's rows in `values`: (first, count).
+    contacts: HashMap<ContactId, (usize, usize)>,
+    values: Vec<f64>,
+}
+
+impl LastImpulses {
+    /// Impulses as a snapshot kept them, by contact.
+    pub fn restored(map: impl IntoIterator<Item = (ContactId, Vec<f64>)>) -> Self {
+        let mut impulses = Self::default();
+        for (id, values) in map {
+            impulses.insert(id, values);
+        }
+        impulses
+    }
+
+    /// Contact `id`'s impulses, if it took part in the last solve.
+    pub fn get(&self, id: &ContactId) -> Option<&[f64]> {
+        self.contacts
+            .get(id)
+            .map(|&(first, count)| &self.values[first..first + count])
+    }
+
+    /// Sets contact `id`'s impulses (c_n, β₁ … β_k).
+    pub fn insert(&mut self, id: ContactId, values: impl IntoIterator<Item = f64>) {
+        let first = self.values.len();
+        self.values.extend(values);
+        self.contacts.insert(id, (first, self.values.len() - first));
+    }
+
+    /// Forgets them all (the storage stays).
+    pub fn clear(&mut self) {
+        self.contacts.clear();
+        self.values.clear();
+    }
+}
+
 /// The fallback of a warm start `basis`: its normal impulses (the indices in
 /// `normals`) alone, should the mapped basis end on a ray.
 pub fn normals_only(basis: Option<&Vec<usize>>, normals: Range<usize>) -> Option<Vec<usize>> {

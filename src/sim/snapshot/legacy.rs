@@ -10,7 +10,7 @@ use crate::params::StepperKind;
 use crate::stepper::StepperMemory;
 use crate::stepper::driver::ActiveSet;
 use crate::stepper::solve::ContactSolver;
-use crate::stepper::warm::{Form, WarmStart};
+use crate::stepper::warm::{Form, LastImpulses, WarmStart};
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -183,7 +183,8 @@ impl OldSolver {
             })
             .collect();
         let warm = WarmStart::restored((warm.form != 0).then_some(form), contacts);
-        ContactSolver::restored(warm, self.impulses, self.levels, self.dense_level)
+        let impulses = LastImpulses::restored(self.impulses);
+        ContactSolver::restored(warm, impulses, self.levels, self.dense_level)
     }
 }
 

@@ -247,14 +247,10 @@ impl ContactSolver {
         }
     }
 
-    /// Moreau–Jean's planar LCP (33) over the contacts `ids` by Lemke, warm
-    /// from the bases its contacts had in the last (33); `free` is u*.
-    pub fn solve_planar(
-        &mut self,
-        problem: PlanarImpactLcp,
-        ids: &[ContactId],
-        free: &DVector<f64>,
-    ) -> ContactSolution {
+    /// Moreau–Jean's planar LCP (33) by Lemke, warm from the bases its
+    /// contacts had in the last (33).
+    pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
+        let PlanarSolve { problem, ids, free } = planar;
         let size = problem.lcp.size();
         let form = Form::PlanarImpact;
         let warm_start = self.warm.basis_slots(form, ids, planar_slots(&problem));
@@ -303,6 +299,16 @@ impl ContactSolver {
             lcp: self.keep_lcp.then_some(problem.lcp),
         }
     }
+}
+
+/// Moreau–Jean's planar LCP (33) to solve: the problem, its contacts and u*.
+pub struct PlanarSolve<'p> {
+    /// The LCP (33).
+    pub problem: PlanarImpactLcp,
+    /// Its contacts, in order.
+    pub ids: &'p [ContactId],
+    /// u*, the velocity without contact impulses.
+    pub free: &'p DVector<f64>,
 }
 
 /// The unknowns of each contact of (33), in order: Λ_N at its index, and

@@ -19,14 +19,16 @@ pub(in crate::stepper) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
     starts
 }
 
-/// For each index of an island's LCP, its index in the whole problem's layout.
+/// For each index of an island's LCP, its index in the whole problem's
+/// layout, into `out` (replaced).
 pub(super) fn global_indices(
     members: &[usize],
     contacts: &[&Contact],
     starts: &[usize],
     global: Layout,
-) -> Vec<usize> {
-    let mut out = Vec::new();
+    out: &mut Vec<usize>,
+) {
+    out.clear();
     // The island's friction rows are its contacts' in order, then its
     // normals, then its λ's.
     for &j in members {
@@ -34,7 +36,6 @@ pub(super) fn global_indices(
     }
     out.extend(members.iter().map(|&j| global.normal(j)));
     out.extend(members.iter().map(|&j| global.lambda(j)));
-    out
 }
 
 /// The contacts grouped into islands: the connected components of the graph
@@ -42,44 +43,95 @@ pub(super) fn global_indices(
 /// contacts (a contact with a static surface touches one block). Islands
 /// come in the order of their first contact, contacts in their order.
 pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
-    let mut index: HashMap<usize, usize> = HashMap::default();
-    let mut parent: Vec<usize> = Vec::new();
-    fn find(parent: &mut [usize], mut x: usize) -> usize {
-        while parent[x] != x {
-            parent[x] = parent[parent[x]];
-            x = parent[x];
-        }
-        x
-    }
-    let mut first_block = Vec::with_capacity(contacts.len());
-    for c in contacts {
-        let mut roots = Vec::with_capacity(2);
-        for b in c.jacobian.blocks() {
-            let id = *index.entry(b.start).or_insert_with(|| {
-                parent.push(parent.len());
-                parent.len() - 1
-            });
-            roots.push(id);
-        }
-        if let [a, b] = roots[..] {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            if ra != rb {
-                parent[ra.max(rb)] = ra.min(rb);
+    let mut islands = Islands::default();
+    islands.find(contacts);
+    (0..islands.len())
+        .map(|g| islands.get(g).to_vec())
+        .collect()
+}
+
+/// [`islands`] kept in reused storage.
+#[derive(Debug, Clone, Default)]
+pub struct Islands {
+    /// The islands' contacts (the first `count` lists).
+    groups: Vec<Vec<usize>>,
+    count: usize,
+    /// Union–find over the velocity blocks: a block's node, each node's
+    /// parent, each contact's first node, each root's island.
+    index: HashMap<usize, usize>,
+    parent: Vec<usize>,
+    first_block: Vec<usize>,
+    group_of: HashMap<usize, usize>,
+}
+
+impl Islands {
+    /// Groups `contacts` ([`islands`]).
+    pub fn find(&mut self, contacts: &[&Contact]) {
+        fn find(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
             }
+            x
         }
-        first_block.push(roots[0]);
+        let Self {
+            groups,
+            count,
+            index,
+            parent,
+            first_block,
+            group_of,
+        } = self;
+        index.clear();
+        parent.clear();
+        first_block.clear();
+        for c in contacts {
+            let mut roots = [0; 2];
+            let blocks = c.jacobian.blocks();
+            for (root, b) in roots.iter_mut().zip(blocks) {
+                *root = *index.entry(b.start).or_insert_with(|| {
+                    parent.push(parent.len());
+                    parent.len() - 1
+                });
+            }
+            if let [_, _] = blocks {
+                let (ra, rb) = (find(parent, roots[0]), find(parent, roots[1]));
+                if ra != rb {
+                    parent[ra.max(rb)] = ra.min(rb);
+                }
+            }
+            first_block.push(roots[0]);
+        }
+        *count = 0;
+        group_of.clear();
+        for (j, &block) in first_block.iter().enumerate() {
+            let root = find(parent, block);
+            let g = *group_of.entry(root).or_insert_with(|| {
+                if groups.len() == *count {
+                    groups.push(Vec::new());
+                }
+                groups[*count].clear();
+                *count += 1;
+                *count - 1
+            });
+            groups[g].push(j);
+        }
     }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<usize, usize> = HashMap::default();
-    for (j, &block) in first_block.iter().enumerate() {
-        let root = find(&mut parent, block);
-        let g = *group_of.entry(root).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[g].push(j);
+
+    /// Number of islands.
+    pub fn len(&self) -> usize {
+        self.count
     }
-    groups
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Island g's contacts.
+    pub fn get(&self, g: usize) -> &[usize] {
+        &self.groups[g]
+    }
 }
 
 /// The basis of the frictionless LCP (ñᵀWñ c̃_n + q_n ≥ 0 ⊥ c̃_n ≥ 0, the c̃_n
