@@ -4,6 +4,7 @@
 //! only when the number of contacts or their size grows.
 
 use super::{Contact, ContactFrame, ContactId, Other};
+use crate::geometry::PairContact;
 use nalgebra::Vector3;
 
 /// The broad phase's work space: bounding spheres (centre, radius in m), the
@@ -16,6 +17,8 @@ pub struct BroadPhase {
     pub pairs: Vec<(usize, usize)>,
     /// Bodies sorted along the sweep axis.
     pub order: Vec<usize>,
+    /// The narrow phase's points of one pair.
+    pub points: Vec<PairContact>,
 }
 
 /// A list of contacts whose storage outlives it: clearing it keeps every

@@ -730,7 +730,8 @@ impl RigidSystem {
             // The moving body comes first: its block is the contact's only
             // one when the other is fixed.
             let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
-            for pc in self.pair_contacts(q, i, j, margin) {
+            self.pair_contacts(q, i, j, margin, &mut broad.points);
+            for pc in &broad.points {
                 let id = ContactId {
                     a: i,
                     b: Other::Body(j),
@@ -741,12 +742,21 @@ impl RigidSystem {
         }
     }
 
-    fn pair_contacts(&self, q: &DVector<f64>, i: usize, j: usize, margin: f64) -> Vec<PairContact> {
+    /// The narrow phase of bodies i and j into `out` (replaced).
+    fn pair_contacts(
+        &self,
+        q: &DVector<f64>,
+        i: usize,
+        j: usize,
+        margin: f64,
+        out: &mut Vec<PairContact>,
+    ) {
+        out.clear();
         let (a, b) = (&self.bodies[i], &self.bodies[j]);
         let (xa, xb) = (self.position(q, i), self.position(q, j));
         let reach = bounding_radius(&a.shape) + bounding_radius(&b.shape) + margin;
         if (xa - xb).norm() > reach {
-            return Vec::new();
+            return;
         }
         // A box's bounding sphere reaches far past its faces (a silo's wall
         // holds every grain inside it): the exact sphere–box distance rules
@@ -770,12 +780,12 @@ impl RigidSystem {
             (Shape::Box { half_extents }, Shape::Sphere { radius })
                 if apart(i, &half_extents, j, radius) =>
             {
-                return Vec::new();
+                return;
             }
             (Shape::Sphere { radius }, Shape::Box { half_extents })
                 if apart(j, &half_extents, i, radius) =>
             {
-                return Vec::new();
+                return;
             }
             _ => {}
         }
@@ -785,13 +795,13 @@ impl RigidSystem {
                     let o = k * position_size(self.dimension);
                     Isometry2::new(Vector2::new(x.x, x.y), q[o + 2])
                 };
-                pair::contacts_2d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+                pair::contacts_2d_into(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
             }
             Dimension::Spatial => {
                 let pose = |x: Vector3<f64>, k: usize| {
                     Isometry3::from_parts(Translation3::from(x), self.rotation(q, k))
                 };
-                pair::contacts_3d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+                pair::contacts_3d_into(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
             }
         }
     }

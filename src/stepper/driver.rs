@@ -97,8 +97,10 @@ pub struct Stepper {
 }
 
 /// What the steps reuse: none of it is state (a step's result does not
-/// depend on it), and a clone keeps buffers of the same sizes.
-#[derive(Debug, Clone, Default)]
+/// depend on it), so a clone starts with empty buffers (a deep copy of them
+/// cost more, in the copy and in a first step on memory out of cache, than
+/// the step saves).
+#[derive(Debug, Default)]
 struct Workspace {
     solve: SolveBuffers,
     broad: BroadPhase,
@@ -115,6 +117,12 @@ pub fn scheme(kind: StepperKind) -> &'static dyn Scheme {
         StepperKind::MoreauJean => &MoreauJean,
         StepperKind::AnitescuPotra => &AnitescuPotra::LINEARLY_IMPLICIT,
         StepperKind::EulerLcp => &AnitescuPotra::EULER,
+    }
+}
+
+impl Clone for Workspace {
+    fn clone(&self) -> Self {
+        Self::default()
     }
 }
 

@@ -26,7 +26,7 @@ use islands::{frictionless_basis, global_indices};
 pub use solution::{ContactSolution, Failed, Unknowns};
 
 use super::assembly::Layout;
-use super::contact_lcp::ContactLcp;
+use super::contact_lcp::{ContactLcp, ContactLcpStorage};
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
 use super::warm::{Form, LastImpulses, WarmStart, normals_only};
@@ -182,6 +182,8 @@ pub struct SolveBuffers {
     nsgs: nsgs::Workspace,
     /// The islands of a problem.
     islands: Islands,
+    /// The storage of an island's operator.
+    lcp: ContactLcpStorage,
     /// What the solve records, swapped into the solver's memory when every
     /// island is solved: the bases, the impulses and the ladder levels.
     warm: WarmStart,
@@ -415,7 +417,8 @@ impl ContactSolver {
             let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
             buffers.mu.clear();
             buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
-            let mut lcp = ContactLcp::new(jacobians, w, &buffers.mu);
+            let storage = std::mem::take(&mut buffers.lcp);
+            let mut lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
             let local = lcp.layout;
             global_indices(members, contacts, starts, layout, &mut buffers.global_of);
             let global_of = &buffers.global_of;
@@ -576,6 +579,7 @@ impl ContactSolver {
                 );
             }
             buffers.warm.add(ids, friction, local, &island.basis);
+            buffers.lcp = lcp.into_storage();
         }
         if solution.status == LcpStatus::Solved {
             std::mem::swap(&mut self.impulses, &mut buffers.impulses);

@@ -243,27 +243,13 @@ impl ScratchSlot {
     }
 }
 
-impl Clone for ScratchSlot {
-    /// A copy with buffers of the same sizes, so that a cloned simulation
-    /// steps without growing them.
-    fn clone(&self) -> Self {
-        Self(self.0.as_ref().map(|s| (**s).boxed_clone()))
-    }
-}
-
 /// Buffers a scheme keeps in a [`ScratchSlot`].
 pub trait Scratch: Any + Debug + Send + Sync {
-    /// A copy, boxed.
-    fn boxed_clone(&self) -> Box<dyn Scratch>;
     /// As [`Any`], to be downcast.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
-impl<T: Any + Debug + Clone + Send + Sync> Scratch for T {
-    fn boxed_clone(&self) -> Box<dyn Scratch> {
-        Box::new(self.clone())
-    }
-
+impl<T: Any + Debug + Send + Sync> Scratch for T {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
