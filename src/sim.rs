@@ -1,5 +1,6 @@
 //! A running simulation: a scene, the live parameters, the state and the
-//! stepper. The headless runner and the viewer both drive this one type.
+//! stepper (the scheme chosen in the parameters, with its memory). The
+//! headless runner and the viewer both drive this one type.
 //!
 //! Beyond stepping, a person's hands on it: a perturbation force on a body
 //! ([`Simulation::set_perturbation`]), bodies added while it runs
@@ -18,8 +19,7 @@ use crate::model::{Model, Perturbation, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::magnitude;
 use crate::scene::{BodySpec, Scene};
-use crate::stepper::{AnitescuPotra, MoreauJean, StepReport, StewartTrinkle};
-use serde::{Deserialize, Serialize};
+use crate::stepper::{StepReport, Stepper, StepperMemory};
 use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
@@ -51,56 +51,8 @@ pub enum StepFailure {
     },
 }
 
-/// The four steppers with what each remembers between steps: active sets,
-/// warm-start bases by contact identity, the last impulses and the
-/// regularization levels. A step's result depends on these as well as on the
-/// state, so a checkpoint or a snapshot that is to continue bit for bit keeps
-/// them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Steppers {
-    /// Stewart–Trinkle.
-    pub stewart_trinkle: StewartTrinkle,
-    /// Moreau–Jean.
-    pub moreau_jean: MoreauJean,
-    /// Anitescu–Potra, linearly implicit.
-    pub anitescu_potra: AnitescuPotra,
-    /// Anitescu–Potra with every force explicit (Euler LCP).
-    pub euler_lcp: AnitescuPotra,
-}
-
-impl Default for Steppers {
-    fn default() -> Self {
-        Self {
-            stewart_trinkle: StewartTrinkle::default(),
-            moreau_jean: MoreauJean::default(),
-            anitescu_potra: AnitescuPotra::linearly_implicit(),
-            euler_lcp: AnitescuPotra::euler(),
-        }
-    }
-}
-
-impl Steppers {
-    fn clear(&mut self) {
-        self.stewart_trinkle.clear();
-        self.moreau_jean.clear();
-        self.anitescu_potra.clear();
-        self.euler_lcp.clear();
-    }
-
-    fn set_record_lcp(&mut self, on: bool) {
-        self.stewart_trinkle.solver.keep_lcp = on;
-        self.moreau_jean.record_lcp = on;
-        self.anitescu_potra.record_lcp = on;
-        self.euler_lcp.record_lcp = on;
-    }
-
-    fn record_lcp(&self) -> bool {
-        self.stewart_trinkle.solver.keep_lcp
-    }
-}
-
 /// Everything a step depends on besides the model and the parameters: the
-/// state, the steppers' memory, the step count and report, and the bodies
+/// state, the stepper's memory, the step count and report, and the bodies
 /// added so far. Restoring one ([`Simulation::restore`]) and stepping with the
 /// same parameters repeats the original steps bit for bit.
 #[derive(Debug, Clone)]
@@ -111,8 +63,8 @@ pub struct Checkpoint {
     pub steps: u64,
     /// The report of the step that reached it (its LCP dropped).
     pub last: Option<StepReport>,
-    /// The steppers' memory.
-    pub steppers: Steppers,
+    /// The stepper's memory: the scheme, its active set, the warm starts.
+    pub stepper: StepperMemory,
     /// The bodies added to the scene by then (shared between checkpoints).
     pub added: Arc<Vec<BodySpec>>,
 }
@@ -135,7 +87,7 @@ impl Checkpoint {
         std::mem::size_of::<Self>()
             + 8 * (self.state.q.len() + self.state.v.len())
             + report
-            + footprint::serialized(&self.steppers)
+            + footprint::serialized(&self.stepper)
     }
 }
 
@@ -168,7 +120,9 @@ pub struct Simulation {
     pub last: Option<StepReport>,
     /// Why the last step was not taken (`None` after a solved step).
     pub failure: Option<StepFailure>,
-    steppers: Steppers,
+    /// The stepper: the chosen scheme (`params.stepper`) as data, with what it
+    /// remembers between steps.
+    stepper: Stepper,
     /// Bodies added while running, in order (after the scene file's own).
     added: Arc<Vec<BodySpec>>,
     /// How many bodies the scene file declares.
@@ -190,7 +144,7 @@ impl Simulation {
             steps: 0,
             last: None,
             failure: None,
-            steppers: Steppers::default(),
+            stepper: Stepper::default(),
             added: Arc::new(Vec::new()),
             base_bodies: scene.body_count(),
             scene,
@@ -204,7 +158,7 @@ impl Simulation {
 
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
-        self.steppers.set_record_lcp(on);
+        self.stepper.set_keep_lcp(on);
     }
 
     /// Checks the live parameters against the model.
@@ -226,29 +180,11 @@ impl Simulation {
             system.hold_perturbation(&self.state.q, &self.state.v);
         }
         let before = self.state.clone();
-        let steppers = &mut self.steppers;
-        let mut report = match self.params.stepper {
-            StepperKind::StewartTrinkle => {
-                steppers
-                    .stewart_trinkle
-                    .step(&self.scene.model, &self.params, &mut self.state)
-            }
-            StepperKind::MoreauJean => {
-                steppers
-                    .moreau_jean
-                    .step(&self.scene.model, &self.params, &mut self.state)
-            }
-            StepperKind::AnitescuPotra => {
-                steppers
-                    .anitescu_potra
-                    .step(&self.scene.model, &self.params, &mut self.state)
-            }
-            StepperKind::EulerLcp => {
-                steppers
-                    .euler_lcp
-                    .step(&self.scene.model, &self.params, &mut self.state)
-            }
-        };
+        // The last report's contact list lends its storage to the new one.
+        let reports = self.last.take().map(|r| r.contacts).unwrap_or_default();
+        let mut report =
+            self.stepper
+                .step_reusing(&self.scene.model, &self.params, &mut self.state, reports);
         self.failure = None;
         if report.status != LcpStatus::Solved {
             self.failure = Some(StepFailure::Lcp);
@@ -277,18 +213,18 @@ impl Simulation {
         self.steps = 0;
         self.last = None;
         self.failure = None;
-        self.steppers.clear();
+        self.stepper.clear();
     }
 
-    /// Forgets what the steppers remember between steps (the next step
+    /// Forgets what the stepper remembers between steps (the next step
     /// starts cold, as from a scene file).
     pub fn clear_caches(&mut self) {
-        self.steppers.clear();
+        self.stepper.clear();
     }
 
-    /// The steppers and their memory.
-    pub fn steppers(&self) -> &Steppers {
-        &self.steppers
+    /// What the stepper remembers between steps.
+    pub fn stepper_memory(&self) -> &StepperMemory {
+        self.stepper.memory()
     }
 
     /// Everything the next steps depend on besides the model and the
@@ -302,17 +238,16 @@ impl Simulation {
             state: self.state.clone(),
             steps: self.steps,
             last,
-            steppers: self.steppers.clone(),
+            stepper: self.stepper.memory().clone(),
             added: Arc::clone(&self.added),
         }
     }
 
     /// Goes back (or forward) to a checkpoint of this simulation: its state,
-    /// the steppers' memory, and the bodies added by then (later ones leave
+    /// the stepper's memory, and the bodies added by then (later ones leave
     /// the model, earlier ones come back). The parameters and the
     /// perturbation stay as they are.
     pub fn restore(&mut self, checkpoint: &Checkpoint) {
-        let record_lcp = self.steppers.record_lcp();
         if !Arc::ptr_eq(&self.added, &checkpoint.added) {
             // Bodies only ever append, so the checkpoint's added bodies are
             // rebuilt on the scene file's own ones; each was valid when added.
@@ -329,8 +264,7 @@ impl Simulation {
         self.steps = checkpoint.steps;
         self.last = checkpoint.last.clone();
         self.failure = None;
-        self.steppers = checkpoint.steppers.clone();
-        self.steppers.set_record_lcp(record_lcp);
+        self.stepper.restore(checkpoint.stepper.clone());
     }
 
     /// The bodies added while running, in order (they follow the scene

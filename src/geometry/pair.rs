@@ -57,31 +57,62 @@ pub fn contacts_3d(
     pose_b: &Isometry3<f64>,
     margin: f64,
 ) -> Vec<PairContact> {
+    let mut out = Vec::new();
+    contacts_3d_into(shape_a, pose_a, shape_b, pose_b, margin, &mut out);
+    out
+}
+
+/// [`contacts_3d`] into `out` (replaced).
+pub fn contacts_3d_into(
+    shape_a: &Shape,
+    pose_a: &Isometry3<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry3<f64>,
+    margin: f64,
+    out: &mut Vec<PairContact>,
+) {
+    out.clear();
     let (Some(pa), Some(pb)) = (Parry3::new(shape_a), Parry3::new(shape_b)) else {
-        return Vec::new();
+        return;
     };
     if margin.is_nan() || !isometry3_is_finite(pose_a) || !isometry3_is_finite(pose_b) {
-        return Vec::new();
+        return;
     }
     let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
-    let mut manifolds: Vec<p3::query::ContactManifold<(), ()>> = Vec::new();
-    let dispatcher = p3::query::DefaultQueryDispatcher;
-    if dispatcher
-        .contact_manifolds(
-            &pos12,
-            pa.as_dyn(),
-            pb.as_dyn(),
-            margin.max(0.0),
-            &mut manifolds,
-            &mut None,
-        )
-        .is_err()
-    {
-        return Vec::new();
-    }
+    SCRATCH_3D.with_borrow_mut(|(manifolds, raw)| {
+        // Empty: each call starts without a contact cache.
+        manifolds.clear();
+        raw.clear();
+        let dispatcher = p3::query::DefaultQueryDispatcher;
+        if dispatcher
+            .contact_manifolds(
+                &pos12,
+                pa.as_dyn(),
+                pb.as_dyn(),
+                margin.max(0.0),
+                manifolds,
+                &mut None,
+            )
+            .is_err()
+        {
+            return;
+        }
+        raw_3d(manifolds, shape_a, pose_a, shape_b, pose_b, raw);
+        let scale = bounding_radius(shape_a, 3) + bounding_radius(shape_b, 3);
+        finish(raw, margin, scale, out);
+    });
+}
 
-    let mut raw = Vec::new();
-    for manifold in &manifolds {
+/// Parry's points of `manifolds` in the world frame, with their feature ids.
+fn raw_3d(
+    manifolds: &[p3::query::ContactManifold<(), ()>],
+    shape_a: &Shape,
+    pose_a: &Isometry3<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry3<f64>,
+    raw: &mut Vec<Raw>,
+) {
+    for manifold in manifolds {
         let n1 = Vector3::new(
             manifold.local_n1.x,
             manifold.local_n1.y,
@@ -115,11 +146,6 @@ pub fn contacts_3d(
             });
         }
     }
-    finish(
-        raw,
-        margin,
-        bounding_radius(shape_a, 3) + bounding_radius(shape_b, 3),
-    )
 }
 
 /// The same for planar shapes moving in the x–y plane (rotation about z);
@@ -139,31 +165,63 @@ pub fn contacts_2d(
     pose_b: &Isometry2<f64>,
     margin: f64,
 ) -> Vec<PairContact> {
+    let mut out = Vec::new();
+    contacts_2d_into(shape_a, pose_a, shape_b, pose_b, margin, &mut out);
+    out
+}
+
+/// [`contacts_2d`] into `out` (replaced).
+pub fn contacts_2d_into(
+    shape_a: &Shape,
+    pose_a: &Isometry2<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry2<f64>,
+    margin: f64,
+    out: &mut Vec<PairContact>,
+) {
+    out.clear();
     let (Some(pa), Some(pb)) = (Parry2::new(shape_a), Parry2::new(shape_b)) else {
-        return Vec::new();
+        return;
     };
     if margin.is_nan() || !isometry2_is_finite(pose_a) || !isometry2_is_finite(pose_b) {
-        return Vec::new();
+        return;
     }
     let pos12 = to_pose2(&pose_a.inv_mul(pose_b));
-    let mut manifolds: Vec<p2::query::ContactManifold<(), ()>> = Vec::new();
-    let dispatcher = p2::query::DefaultQueryDispatcher;
-    if dispatcher
-        .contact_manifolds(
-            &pos12,
-            pa.as_dyn(),
-            pb.as_dyn(),
-            margin.max(0.0),
-            &mut manifolds,
-            &mut None,
-        )
-        .is_err()
-    {
-        return Vec::new();
-    }
+    SCRATCH_2D.with_borrow_mut(|(manifolds, raw)| {
+        // Empty: each call starts without a contact cache.
+        manifolds.clear();
+        raw.clear();
+        let dispatcher = p2::query::DefaultQueryDispatcher;
+        if dispatcher
+            .contact_manifolds(
+                &pos12,
+                pa.as_dyn(),
+                pb.as_dyn(),
+                margin.max(0.0),
+                manifolds,
+                &mut None,
+            )
+            .is_err()
+        {
+            return;
+        }
+        raw_2d(manifolds, shape_a, pose_a, shape_b, pose_b, raw);
+        let scale = bounding_radius(shape_a, 2) + bounding_radius(shape_b, 2);
+        finish(raw, margin, scale, out);
+    });
+}
 
-    let mut raw = Vec::new();
-    for manifold in &manifolds {
+/// Parry's planar points of `manifolds` in the world x–y plane, with their
+/// feature ids.
+fn raw_2d(
+    manifolds: &[p2::query::ContactManifold<(), ()>],
+    shape_a: &Shape,
+    pose_a: &Isometry2<f64>,
+    shape_b: &Shape,
+    pose_b: &Isometry2<f64>,
+    raw: &mut Vec<Raw>,
+) {
+    for manifold in manifolds {
         let n1 = pose_a.rotation * Vector2::new(manifold.local_n1.x, manifold.local_n1.y);
         let normal = Vector3::new(-n1.x, -n1.y, 0.0);
         for point in &manifold.points {
@@ -181,14 +239,23 @@ pub fn contacts_2d(
             });
         }
     }
-    finish(
-        raw,
-        margin,
-        bounding_radius(shape_a, 2) + bounding_radius(shape_b, 2),
-    )
+}
+
+/// The narrow phase's work space, per thread: parry's manifolds and the raw
+/// points, reused from pair to pair (they hold nothing between calls).
+type Scratch3 = (Vec<p3::query::ContactManifold<(), ()>>, Vec<Raw>);
+/// The planar one.
+type Scratch2 = (Vec<p2::query::ContactManifold<(), ()>>, Vec<Raw>);
+
+thread_local! {
+    static SCRATCH_3D: std::cell::RefCell<Scratch3> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    static SCRATCH_2D: std::cell::RefCell<Scratch2> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// One contact point from parry, already in the world frame, before filtering.
+#[derive(Debug, Clone, Copy)]
 struct Raw {
     point_a: Vector3<f64>,
     point_b: Vector3<f64>,
@@ -209,66 +276,63 @@ const UNKNOWN_FEATURE: u32 = 0;
 /// with unknown features to the clipped points; that point is kept only when it
 /// is deeper than every clipped point, otherwise it would duplicate one of them
 /// or sit on the segment between two of them.
-fn finish(raw: Vec<Raw>, margin: f64, scale: f64) -> Vec<PairContact> {
+fn finish(raw: &mut Vec<Raw>, margin: f64, scale: f64, out: &mut Vec<PairContact>) {
     let tol = REL_TOL * scale.max(1.0);
-    let candidates: Vec<Raw> = raw
-        .into_iter()
-        .filter_map(|mut c| {
-            let norm = c.normal.norm();
-            if norm.is_nan() || norm <= 0.0 {
-                return None;
-            }
-            c.normal /= norm;
-            let finite = c
-                .point_a
-                .iter()
-                .chain(c.point_b.iter())
-                .all(|x| x.is_finite())
-                && c.normal.iter().all(|x| x.is_finite())
-                && c.gap.is_finite();
-            (finite && c.gap <= margin).then_some(c)
-        })
-        .collect();
+    raw.retain_mut(|c| {
+        let norm = c.normal.norm();
+        if norm.is_nan() || norm <= 0.0 {
+            return false;
+        }
+        c.normal /= norm;
+        let finite = c
+            .point_a
+            .iter()
+            .chain(c.point_b.iter())
+            .all(|x| x.is_finite())
+            && c.normal.iter().all(|x| x.is_finite())
+            && c.gap.is_finite();
+        finite && c.gap <= margin
+    });
 
     let is_unknown = |c: &Raw| c.fid1 == UNKNOWN_FEATURE && c.fid2 == UNKNOWN_FEATURE;
-    let shallowest_known = candidates
+    let shallowest_known = raw
         .iter()
         .filter(|c| !is_unknown(c))
         .map(|c| c.gap)
         .fold(f64::INFINITY, f64::min);
 
-    let mut kept: Vec<Raw> = Vec::with_capacity(candidates.len());
-    for c in candidates {
+    // The points kept move to the front, in order.
+    let mut kept = 0;
+    for i in 0..raw.len() {
+        let c = raw[i];
         if is_unknown(&c) && c.gap >= shallowest_known - tol {
             continue;
         }
-        let duplicate = kept.iter().any(|k| {
+        let duplicate = raw[..kept].iter().any(|k| {
             (k.point_a - c.point_a).norm() <= tol && (k.point_b - c.point_b).norm() <= tol
         });
         if !duplicate {
-            kept.push(c);
+            raw[kept] = c;
+            kept += 1;
         }
     }
+    raw.truncate(kept);
 
-    let mut used: Vec<u32> = Vec::with_capacity(kept.len());
-    kept.into_iter()
-        .map(|c| {
-            let mut feature = (compact_feature(c.fid1) << 16) | compact_feature(c.fid2);
-            while used.contains(&feature) {
-                // Two points naming the same feature pair (parry does not always
-                // tell them apart): derive a new id deterministically.
-                feature = feature.rotate_left(7) ^ 0x9e37_79b9;
-            }
-            used.push(feature);
-            PairContact {
-                point_a: c.point_a,
-                point_b: c.point_b,
-                normal: c.normal,
-                gap: c.gap,
-                feature,
-            }
-        })
-        .collect()
+    for c in raw.iter() {
+        let mut feature = (compact_feature(c.fid1) << 16) | compact_feature(c.fid2);
+        while out.iter().any(|p| p.feature == feature) {
+            // Two points naming the same feature pair (parry does not always
+            // tell them apart): derive a new id deterministically.
+            feature = feature.rotate_left(7) ^ 0x9e37_79b9;
+        }
+        out.push(PairContact {
+            point_a: c.point_a,
+            point_b: c.point_b,
+            normal: c.normal,
+            gap: c.gap,
+            feature,
+        });
+    }
 }
 
 /// Packs a parry feature id (2-bit kind header, 30-bit code) into 16 bits:

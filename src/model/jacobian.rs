@@ -31,7 +31,7 @@ impl Block {
 ///
 /// Row 0 is n, rows 1..=k are d₁ … d_k; each row holds the entries of the
 /// first block followed by those of the second.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ContactJacobian {
     blocks: [Block; 2],
     count: usize,
@@ -43,19 +43,35 @@ impl ContactJacobian {
     /// A zero Jacobian with `friction` directions on the given blocks (one or
     /// two, not overlapping).
     pub fn zeros(blocks: &[Block], friction: usize) -> Self {
+        let mut jacobian = Self::empty();
+        jacobian.reset(blocks, friction);
+        jacobian
+    }
+
+    /// No blocks and no rows: storage to be [`Self::reset`].
+    pub fn empty() -> Self {
+        let none = Block { start: 0, len: 0 };
+        Self {
+            blocks: [none; 2],
+            count: 0,
+            width: 0,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Makes this a zero Jacobian with `friction` directions on `blocks`
+    /// (one or two, not overlapping), reusing its storage.
+    pub fn reset(&mut self, blocks: &[Block], friction: usize) {
         assert!(
             (1..=2).contains(&blocks.len()),
             "a contact touches one or two velocity blocks"
         );
-        let mut stored = [blocks[0]; 2];
-        stored[..blocks.len()].copy_from_slice(blocks);
-        let width = blocks.iter().map(|b| b.len).sum();
-        Self {
-            blocks: stored,
-            count: blocks.len(),
-            width,
-            rows: vec![0.0; width * (friction + 1)],
-        }
+        self.blocks = [blocks[0]; 2];
+        self.blocks[..blocks.len()].copy_from_slice(blocks);
+        self.count = blocks.len();
+        self.width = blocks.iter().map(|b| b.len).sum();
+        self.rows.clear();
+        self.rows.resize(self.width * (friction + 1), 0.0);
     }
 
     /// Dense rows: n and the columns of D given over all coordinates (linear
@@ -246,4 +262,23 @@ fn block_dot(a: &[f64], b: &[f64]) -> f64 {
     fixed::<6>(a, b)
         .or_else(|| fixed::<3>(a, b))
         .unwrap_or_else(|| a.iter().zip(b).map(|(x, y)| x * y).sum())
+}
+
+impl Clone for ContactJacobian {
+    fn clone(&self) -> Self {
+        Self {
+            blocks: self.blocks,
+            count: self.count,
+            width: self.width,
+            rows: self.rows.clone(),
+        }
+    }
+
+    /// Copies `source` into the storage already held.
+    fn clone_from(&mut self, source: &Self) {
+        self.blocks = source.blocks;
+        self.count = source.count;
+        self.width = source.width;
+        self.rows.clone_from(&source.rows);
+    }
 }

@@ -6,6 +6,7 @@
 //! generalized linear systems in Glocker–Studer's form ([`linear`]). Steppers see
 //! only [`Model`], [`State`] and [`Contact`]; they never look at shapes.
 
+pub mod contact_set;
 pub mod element;
 pub mod jacobian;
 pub mod joint;
@@ -17,6 +18,7 @@ use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 use serde::{Deserialize, Serialize};
 
+pub use contact_set::{BroadPhase, ContactSet};
 pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};
@@ -61,7 +63,7 @@ pub struct ContactId {
 }
 
 /// Where a contact is in the world, for drawing and reports.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ContactFrame {
     /// Contact point on the first body, world frame, m.
     pub point: Vector3<f64>,
@@ -72,7 +74,7 @@ pub struct ContactFrame {
 }
 
 /// A potential contact evaluated at some configuration q.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Contact {
     /// Stable identity.
     pub id: ContactId,
@@ -360,22 +362,46 @@ impl Model {
     /// All potential contacts at q whose gap is at most `margin`, with k = `edges`
     /// friction directions in space.
     pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
+        let mut set = ContactSet::default();
+        self.contacts_into(q, edges, margin, &mut set);
+        set.into_vec()
+    }
+
+    /// [`Self::contacts`] into `out` (its contents replaced, its storage
+    /// reused).
+    pub fn contacts_into(&self, q: &DVector<f64>, edges: usize, margin: f64, out: &mut ContactSet) {
         match self {
-            Self::Rigid(s) => s.contacts(q, edges, margin),
-            Self::Linear(s) => s.contacts(q, margin),
+            Self::Rigid(s) => s.contacts_into(q, edges, margin, out),
+            Self::Linear(s) => {
+                out.clear();
+                for c in s.contacts(q, margin) {
+                    out.push(c);
+                }
+            }
         }
     }
 
     /// The identities and gaps of [`Self::contacts`] at q, without their
     /// Jacobians (cheaper where only the gaps are wanted).
     pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
+        let mut out = Vec::new();
+        self.gaps_into(q, margin, &mut out, &mut BroadPhase::default());
+        out
+    }
+
+    /// [`Self::gaps`] into `out` (its contents replaced), with the broad
+    /// phase's work space `broad`.
+    pub fn gaps_into(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut Vec<(ContactId, f64)>,
+        broad: &mut BroadPhase,
+    ) {
+        out.clear();
         match self {
-            Self::Rigid(s) => s.gaps(q, margin),
-            Self::Linear(s) => s
-                .contacts(q, margin)
-                .into_iter()
-                .map(|c| (c.id, c.gap))
-                .collect(),
+            Self::Rigid(s) => s.gaps_into(q, margin, out, broad),
+            Self::Linear(s) => out.extend(s.contacts(q, margin).into_iter().map(|c| (c.id, c.gap))),
         }
     }
 
@@ -435,6 +461,18 @@ impl Model {
 /// n̄ × up normalized (or a fixed perpendicular when n̄ is vertical), t₂ = t₁ × n̄
 /// and t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ with θᵢ = 2πi/k.
 pub fn pyramid_directions(normal: &Vector3<f64>, up: &Vector3<f64>, k: usize) -> Vec<Vector3<f64>> {
+    let mut out = Vec::with_capacity(k);
+    pyramid_directions_into(normal, up, k, &mut out);
+    out
+}
+
+/// [`pyramid_directions`] appended to `out`.
+pub fn pyramid_directions_into(
+    normal: &Vector3<f64>,
+    up: &Vector3<f64>,
+    k: usize,
+    out: &mut Vec<Vector3<f64>>,
+) {
     let cross = normal.cross(up);
     let t1 = if cross.norm() > 1e-9 {
         cross.normalize()
@@ -469,10 +507,6 @@ pub fn pyramid_directions(normal: &Vector3<f64>, up: &Vector3<f64>, k: usize) ->
                 tables.len() - 1
             }
         };
-        tables[index]
-            .1
-            .iter()
-            .map(|&(c, s)| t1 * c + t2 * s)
-            .collect()
+        out.extend(tables[index].1.iter().map(|&(c, s)| t1 * c + t2 * s));
     })
 }

@@ -13,8 +13,8 @@ use super::element::ForceElement;
 use super::joint::Joint;
 use super::perturbation::{Perturbation, PerturbationForce};
 use super::{
-    Block, Contact, ContactFrame, ContactId, ContactJacobian, ImpactCoefficients, Other,
-    pyramid_directions,
+    Block, BroadPhase, Contact, ContactFrame, ContactId, ContactJacobian, ContactSet,
+    ImpactCoefficients, Other, pyramid_directions_into,
 };
 use crate::geometry::{PairContact, Shape, pair, ray};
 use nalgebra::{
@@ -649,23 +649,30 @@ impl RigidSystem {
         first.combine(other.unwrap_or_default())
     }
 
-    /// Every potential contact at q with gap ≤ margin: body–surface features
-    /// whose bounding sphere is within reach, then the body pairs the broad
-    /// phase ([`candidate_pairs`]) finds, in the order (i, j) with i < j.
-    pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
-        let mut out = Vec::new();
-        self.visit_contacts(q, margin, |id, gap, point_a, b, normal| {
-            out.push(self.contact(q, id, gap, point_a, b, normal, edges));
+    /// Every potential contact at q with gap ≤ margin into `out` (its
+    /// storage reused): body–surface features whose bounding sphere is within
+    /// reach, then the body pairs the broad phase ([`candidate_pairs`])
+    /// finds, in the order (i, j) with i < j.
+    pub fn contacts_into(&self, q: &DVector<f64>, edges: usize, margin: f64, out: &mut ContactSet) {
+        out.clear();
+        let mut broad = std::mem::take(&mut out.broad);
+        self.visit_contacts(q, margin, &mut broad, |id, gap, point_a, b, normal| {
+            self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
         });
-        out
+        out.broad = broad;
     }
 
-    /// The identities and gaps of [`Self::contacts`], without their
-    /// Jacobians and frames: what a stepper needs to check the end of a step.
-    pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
-        let mut out = Vec::new();
-        self.visit_contacts(q, margin, |id, gap, _, _, _| out.push((id, gap)));
-        out
+    /// The identities and gaps of [`Self::contacts_into`], without their
+    /// Jacobians and frames (what a stepper needs to check the end of a
+    /// step), appended to `out`, with the broad phase's work space `broad`.
+    pub fn gaps_into(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut Vec<(ContactId, f64)>,
+        broad: &mut BroadPhase,
+    ) {
+        self.visit_contacts(q, margin, broad, |id, gap, _, _, _| out.push((id, gap)));
     }
 
     /// Calls `found(id, gap, point on a, body b with its point, normal)` for
@@ -674,6 +681,7 @@ impl RigidSystem {
         &self,
         q: &DVector<f64>,
         margin: f64,
+        broad: &mut BroadPhase,
         mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
     ) {
         for (i, body) in self.bodies.iter().enumerate() {
@@ -703,18 +711,27 @@ impl RigidSystem {
                 }
             }
         }
-        let spheres: Vec<(Vector3<f64>, f64)> = (0..self.bodies.len())
-            .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape)))
-            .collect();
-        let pairs = candidate_pairs(&spheres, margin, self.dimension);
-        for (i, j) in pairs {
+        broad.spheres.clear();
+        broad.spheres.extend(
+            (0..self.bodies.len())
+                .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape))),
+        );
+        candidate_pairs_into(
+            &broad.spheres,
+            margin,
+            self.dimension,
+            &mut broad.order,
+            &mut broad.pairs,
+        );
+        for &(i, j) in &broad.pairs {
             if self.joined(i, j) || (self.is_fixed(i) && self.is_fixed(j)) {
                 continue;
             }
             // The moving body comes first: its block is the contact's only
             // one when the other is fixed.
             let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
-            for pc in self.pair_contacts(q, i, j, margin) {
+            self.pair_contacts(q, i, j, margin, &mut broad.points);
+            for pc in &broad.points {
                 let id = ContactId {
                     a: i,
                     b: Other::Body(j),
@@ -725,12 +742,21 @@ impl RigidSystem {
         }
     }
 
-    fn pair_contacts(&self, q: &DVector<f64>, i: usize, j: usize, margin: f64) -> Vec<PairContact> {
+    /// The narrow phase of bodies i and j into `out` (replaced).
+    fn pair_contacts(
+        &self,
+        q: &DVector<f64>,
+        i: usize,
+        j: usize,
+        margin: f64,
+        out: &mut Vec<PairContact>,
+    ) {
+        out.clear();
         let (a, b) = (&self.bodies[i], &self.bodies[j]);
         let (xa, xb) = (self.position(q, i), self.position(q, j));
         let reach = bounding_radius(&a.shape) + bounding_radius(&b.shape) + margin;
         if (xa - xb).norm() > reach {
-            return Vec::new();
+            return;
         }
         // A box's bounding sphere reaches far past its faces (a silo's wall
         // holds every grain inside it): the exact sphere–box distance rules
@@ -754,12 +780,12 @@ impl RigidSystem {
             (Shape::Box { half_extents }, Shape::Sphere { radius })
                 if apart(i, &half_extents, j, radius) =>
             {
-                return Vec::new();
+                return;
             }
             (Shape::Sphere { radius }, Shape::Box { half_extents })
                 if apart(j, &half_extents, i, radius) =>
             {
-                return Vec::new();
+                return;
             }
             _ => {}
         }
@@ -769,13 +795,13 @@ impl RigidSystem {
                     let o = k * position_size(self.dimension);
                     Isometry2::new(Vector2::new(x.x, x.y), q[o + 2])
                 };
-                pair::contacts_2d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+                pair::contacts_2d_into(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
             }
             Dimension::Spatial => {
                 let pose = |x: Vector3<f64>, k: usize| {
                     Isometry3::from_parts(Translation3::from(x), self.rotation(q, k))
                 };
-                pair::contacts_3d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin)
+                pair::contacts_3d_into(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
             }
         }
     }
@@ -783,7 +809,7 @@ impl RigidSystem {
     /// Maps a world contact (point on body a, optional body b with its point,
     /// normal from b into a) to generalized n and D.
     #[allow(clippy::too_many_arguments)]
-    fn contact(
+    fn fill_contact(
         &self,
         q: &DVector<f64>,
         id: ContactId,
@@ -792,37 +818,47 @@ impl RigidSystem {
         b: Option<(usize, Vector3<f64>)>,
         normal: Vector3<f64>,
         edges: usize,
-    ) -> Contact {
+        out: &mut Contact,
+    ) {
         let k = match self.dimension {
             Dimension::Planar => 2,
             Dimension::Spatial => edges,
         };
-        let tangents = match self.dimension {
+        let Contact {
+            id: out_id,
+            gap: out_gap,
+            jacobian,
+            frame,
+        } = out;
+        *out_id = id;
+        *out_gap = gap;
+        let frame = frame.get_or_insert_with(|| ContactFrame {
+            point: point_a,
+            normal,
+            tangents: Vec::with_capacity(k),
+        });
+        frame.point = point_a;
+        frame.normal = normal;
+        let tangents = &mut frame.tangents;
+        tangents.clear();
+        match self.dimension {
             Dimension::Planar => {
                 let t = Vector3::new(-normal.y, normal.x, 0.0);
-                vec![t, -t]
+                tangents.extend([t, -t]);
             }
-            Dimension::Spatial => pyramid_directions(&normal, &self.up(), k),
-        };
+            Dimension::Spatial => pyramid_directions_into(&normal, &self.up(), k, tangents),
+        }
         // A fixed body has no velocities: the contact is on a's block alone.
         let b_moving = b.filter(|(j, _)| !self.is_fixed(*j));
-        let blocks: Vec<Block> = std::iter::once(self.block(id.a))
-            .chain(b_moving.map(|(j, _)| self.block(j)))
-            .collect();
-        let mut jacobian = ContactJacobian::zeros(&blocks, k);
-        self.add_jacobian(q, id.a, &point_a, 1.0, &normal, &tangents, &mut jacobian, 0);
+        let blocks = [
+            self.block(id.a),
+            b_moving.map_or(self.block(id.a), |(j, _)| self.block(j)),
+        ];
+        let count = if b_moving.is_some() { 2 } else { 1 };
+        jacobian.reset(&blocks[..count], k);
+        self.add_jacobian(q, id.a, &point_a, 1.0, &normal, tangents, jacobian, 0);
         if let Some((j, point_b)) = b_moving {
-            self.add_jacobian(q, j, &point_b, -1.0, &normal, &tangents, &mut jacobian, 1);
-        }
-        Contact {
-            id,
-            gap,
-            jacobian,
-            frame: Some(ContactFrame {
-                point: point_a,
-                normal,
-                tangents,
-            }),
+            self.add_jacobian(q, j, &point_b, -1.0, &normal, tangents, jacobian, 1);
         }
     }
 
@@ -884,13 +920,27 @@ pub fn candidate_pairs(
     margin: f64,
     dimension: Dimension,
 ) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    candidate_pairs_into(spheres, margin, dimension, &mut Vec::new(), &mut pairs);
+    pairs
+}
+
+/// [`candidate_pairs`] into `pairs` (replaced), with `order` as work space.
+pub fn candidate_pairs_into(
+    spheres: &[(Vector3<f64>, f64)],
+    margin: f64,
+    dimension: Dimension,
+    order: &mut Vec<usize>,
+    pairs: &mut Vec<(usize, usize)>,
+) {
+    pairs.clear();
     let axes = match dimension {
         Dimension::Planar => 2,
         Dimension::Spatial => 3,
     };
     let n = spheres.len();
     if n < 2 {
-        return Vec::new();
+        return;
     }
     // The axis along which the centres spread most separates the most pairs.
     let mean = spheres.iter().fold(Vector3::zeros(), |s, (c, _)| s + c) / n as f64;
@@ -903,11 +953,11 @@ pub fn candidate_pairs(
         .max_by(|&a, &b| spread[a].total_cmp(&spread[b]))
         .unwrap_or(0);
     let half = |i: usize| spheres[i].1 + 0.5 * margin.max(0.0);
-    let mut order: Vec<usize> = (0..n).collect();
+    order.clear();
+    order.extend(0..n);
     order.sort_by(|&a, &b| {
         (spheres[a].0[axis] - half(a)).total_cmp(&(spheres[b].0[axis] - half(b)))
     });
-    let mut pairs = Vec::new();
     for (k, &a) in order.iter().enumerate() {
         let hi = spheres[a].0[axis] + half(a);
         for &b in &order[k + 1..] {
@@ -924,7 +974,6 @@ pub fn candidate_pairs(
         }
     }
     pairs.sort_unstable();
-    pairs
 }
 
 /// Coordinates per body.
@@ -964,44 +1013,49 @@ fn surface_features(
     x: &Vector3<f64>,
     r: &UnitQuaternion<f64>,
     dimension: Dimension,
-) -> Vec<(u32, Vector3<f64>, f64)> {
-    match *shape {
-        Shape::Sphere { radius } => vec![(0, *x, radius)],
+) -> impl Iterator<Item = (u32, Vector3<f64>, f64)> {
+    let mut features = [(0, Vector3::zeros(), 0.0); 8];
+    let count = match *shape {
+        Shape::Sphere { radius } => {
+            features[0] = (0, *x, radius);
+            1
+        }
         Shape::Capsule {
             half_length,
             radius,
-        } => [-1.0, 1.0]
-            .iter()
-            .enumerate()
-            .map(|(f, s)| {
-                (
+        } => {
+            for (f, s) in [-1.0, 1.0].iter().enumerate() {
+                features[f] = (
                     f as u32,
                     x + r * Vector3::new(s * half_length, 0.0, 0.0),
                     radius,
-                )
-            })
-            .collect(),
+                );
+            }
+            2
+        }
         Shape::Box { half_extents } => {
             let [hx, hy, hz] = half_extents;
-            let corners: Vec<Vector3<f64>> = match dimension {
-                Dimension::Planar => [(-1., -1.), (1., -1.), (1., 1.), (-1., 1.)]
-                    .iter()
-                    .map(|(a, b)| Vector3::new(a * hx, b * hy, 0.0))
-                    .collect(),
-                Dimension::Spatial => (0..8)
-                    .map(|c| {
-                        let s = |bit: usize| if c & bit == 0 { -1.0 } else { 1.0 };
-                        Vector3::new(s(1) * hx, s(2) * hy, s(4) * hz)
-                    })
-                    .collect(),
+            let corners = match dimension {
+                Dimension::Planar => 4,
+                Dimension::Spatial => 8,
             };
+            for (f, feature) in features.iter_mut().enumerate().take(corners) {
+                let corner = match dimension {
+                    Dimension::Planar => {
+                        let (a, b) = [(-1., -1.), (1., -1.), (1., 1.), (-1., 1.)][f];
+                        Vector3::new(a * hx, b * hy, 0.0)
+                    }
+                    Dimension::Spatial => {
+                        let s = |bit: usize| if f & bit == 0 { -1.0 } else { 1.0 };
+                        Vector3::new(s(1) * hx, s(2) * hy, s(4) * hz)
+                    }
+                };
+                *feature = (f as u32, x + r * corner, 0.0);
+            }
             corners
-                .iter()
-                .enumerate()
-                .map(|(f, c)| (f as u32, x + r * c, 0.0))
-                .collect()
         }
-    }
+    };
+    features.into_iter().take(count)
 }
 
 /// The default principal inertia of a solid shape of mass m, kg·m². In the plane

@@ -4,18 +4,24 @@
 //! A snapshot holds t, the step count, q and v (every float written in
 //! Rust's shortest round-trip form, so it reads back to the same bits), the
 //! bodies added while running (thrown ones, appended to the scene's own), and
-//! the steppers' memory between steps (active sets, warm-start bases by
-//! contact identity, last impulses, regularization levels). With that memory
-//! a run started from the snapshot with the same parameters continues
-//! **bit-identically**: every later CSV row equals, character for character,
-//! the row the original run wrote at that step (`tests/hands.rs` checks it).
-//! Without it (`steppers` omitted, e.g. a hand-written snapshot) the steppers
-//! start cold, as from a scene file.
+//! the stepper's memory between steps (the scheme, its active set, warm-start
+//! bases by contact identity, last impulses, regularization levels). With
+//! that memory a run started from the snapshot with the same parameters
+//! continues **bit-identically**: every later CSV row equals, character for
+//! character, the row the original run wrote at that step (`tests/hands.rs`
+//! checks it). Without it (`steppers` omitted, e.g. a hand-written snapshot)
+//! the stepper starts cold, as from a scene file. Snapshots written before the
+//! one step pipeline kept one section per stepper; they still load
+//! ([`legacy`]), with the memory of the stepper the parameters choose.
 //!
 //! Parameters are not part of a snapshot: they come from the scene and the
 //! command line, as always.
 
-use super::{Simulation, Steppers};
+mod legacy;
+
+pub use legacy::SavedMemory;
+
+use super::Simulation;
 use crate::model::Model;
 use crate::scene::{self, BodySpec, SceneError};
 use serde::{Deserialize, Serialize};
@@ -40,9 +46,9 @@ pub struct Snapshot {
     /// Bodies added while running, appended to the scene file's own.
     #[serde(default)]
     pub bodies: Vec<BodySpec>,
-    /// The steppers' memory; omitted: a cold start.
+    /// The stepper's memory; omitted: a cold start.
     #[serde(default)]
-    pub steppers: Option<Steppers>,
+    pub steppers: Option<SavedMemory>,
 }
 
 impl Snapshot {
@@ -55,7 +61,9 @@ impl Snapshot {
             q: sim.state.q.iter().copied().collect(),
             v: sim.state.v.iter().copied().collect(),
             bodies: sim.added_bodies().to_vec(),
-            steppers: Some(sim.steppers().clone()),
+            steppers: Some(SavedMemory::Pipeline(Box::new(
+                sim.stepper_memory().clone(),
+            ))),
         }
     }
 
@@ -95,7 +103,7 @@ impl Snapshot {
 
     /// Puts the snapshot into `sim`, a simulation of the same scene: its
     /// added bodies join the model, and the state, step count and the
-    /// steppers' memory become the snapshot's. `source` is the snapshot's
+    /// stepper's memory become the snapshot's. `source` is the snapshot's
     /// text and `path` its file, for errors. On error `sim` is unchanged.
     pub fn apply(&self, sim: &mut Simulation, source: &str, path: &Path) -> Result<(), SceneError> {
         let error = |anchors: &[&str], field: &str, message: String| {
@@ -151,12 +159,12 @@ impl Snapshot {
         next.steps = self.steps;
         next.last = None;
         next.added = Arc::new(self.bodies.clone());
-        let record_lcp = sim.steppers.record_lcp();
         match &self.steppers {
-            Some(steppers) => next.steppers = steppers.clone(),
-            None => next.steppers.clear(),
+            Some(saved) => next
+                .stepper
+                .restore(saved.clone().into_memory(next.params.stepper)),
+            None => next.stepper.clear(),
         }
-        next.steppers.set_record_lcp(record_lcp);
         *sim = next;
         Ok(())
     }

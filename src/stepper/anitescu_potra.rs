@@ -25,126 +25,115 @@
 //!   active contacts and those carrying an impulse are projected back onto
 //!   Θ = 0, Φ = 0 in the metric of M (positions only; the velocity is kept).
 
-use super::assembly::{Impulses, Layout};
+use super::StepTimings;
+use super::assembly::Layout;
+use super::driver::{ActiveSet, Advance, Scheme};
 use super::projection::project;
-use super::report;
+use super::report::EndGap;
 use super::settings::StepSettings;
-use super::solve::solve_regularized;
-use super::{ContactReport, StepReport, StepTimings};
-use crate::lcp::{Lcp, LcpSolution, LcpStatus, LemkeOptions};
-use crate::model::{Contact, ContactId, MassInverse, Model, State};
+use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::step::{Detached, Solver, Step};
+use super::warm::Form;
+use crate::lcp::LcpStatus;
+use crate::model::{Contact, ContactId, ContactSet, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
-/// Collisions resolved within one step before the rest of the step is taken
-/// with the remaining contacts left to the projection.
-const MAX_COLLISIONS: usize = 8;
-
-/// The stepper and its active contact set.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The scheme: linearly implicit (12)–(16) with (32)–(33), or the Euler LCP
+/// (7) with every force explicit. Its memory, the active set, is the
+/// driver's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnitescuPotra {
     implicit: bool,
-    active: BTreeSet<ContactId>,
-    /// Keep each step's final LCP in the report (for `--dump-lcp`).
-    pub record_lcp: bool,
-    /// Tolerances.
-    pub settings: StepSettings,
 }
 
 impl AnitescuPotra {
     /// The linearly implicit scheme (12)–(16) with (32)–(33).
-    pub fn linearly_implicit() -> Self {
-        Self {
-            implicit: true,
-            active: BTreeSet::new(),
-            record_lcp: false,
-            settings: StepSettings::default(),
-        }
-    }
+    pub const LINEARLY_IMPLICIT: Self = Self { implicit: true };
 
     /// The semi-implicit Euler LCP (7): every force explicit.
-    pub fn euler() -> Self {
-        Self {
-            implicit: false,
-            ..Self::linearly_implicit()
-        }
-    }
+    pub const EULER: Self = Self { implicit: false };
+}
 
-    /// Forgets the active set (after a reset or a scene change).
-    pub fn clear(&mut self) {
-        self.active.clear();
-    }
+/// One solve of (12)–(16) and the velocity scale of its tolerances.
+struct Velocity {
+    solved: ContactSolution,
+    /// max(|v*|, |v|, [`StepSettings::velocity_floor`]), m/s.
+    scale: f64,
+}
 
-    /// Advances `state` by `params.dt`. When an LCP is not solved the state is
-    /// left unchanged and the report carries the status.
-    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
-        let start = Instant::now();
-        let mut timings = StepTimings::default();
+/// The buffers of a step, kept between steps.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The contacts at the start of each round.
+    candidates: ContactSet,
+    /// The contacts at a collision.
+    at_collision: ContactSet,
+    /// The contacts of the last accepted solve.
+    last: ContactSet,
+    /// The gaps after a round.
+    after: Vec<(ContactId, f64)>,
+}
+
+impl Scheme for AnitescuPotra {
+    fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
+        let (model, params, state, settings) = (step.model, step.params, step.state, step.settings);
+        let sc = step.scratch.get::<Scratch>();
+        let mut mixed = Mixed {
+            model,
+            params,
+            settings,
+            implicit: self.implicit,
+            solver: &mut step.solver,
+            lcp_build: &mut step.lcp_build,
+        };
         let h = params.dt;
-        let touch = touch_tolerance(model);
-        let margin = self.settings.contact_margin(model, &state.v, h);
+        let touch = settings.touch_tolerance * model.length_scale().max(1.0);
+        let margin = settings.contact_margin(model, &state.v, h);
         let (mut q, mut v, mut t) = (state.q.clone(), state.v.clone(), state.t);
         let mut remaining = h;
-        let (mut pivots, mut solves) = (0, 0);
-        let mut last: Option<(VelocityStep, Vec<Contact>)> = None;
-        let active_before = self.active.clone();
-        for round in 0..=MAX_COLLISIONS {
-            let clock = Instant::now();
-            let candidates = model.contacts(&q, params.edges, margin);
-            timings.geometry += clock.elapsed();
+        let mut last: Option<Velocity> = None;
+        // Changed within the step by each accepted solve; the driver keeps it
+        // only when the whole step is taken.
+        let mut active = step.active.clone();
+        for round in 0..=settings.max_collisions {
+            step.geometry.contacts(&q, margin, &mut sc.candidates);
+            let candidates = sc.candidates.as_slice();
             let selected: Vec<&Contact> = candidates
                 .iter()
-                .filter(|c| c.gap <= touch || self.active.contains(&c.id))
+                .filter(|c| c.gap <= touch || active.contains(&c.id))
                 .collect();
-            let solved = solve_velocity(
-                model,
-                params,
-                &State {
-                    q: q.clone(),
-                    v: v.clone(),
-                    t,
-                },
-                remaining,
-                &selected,
-                self.implicit,
-                self.record_lcp,
-                &mut timings,
-            );
-            pivots += solved.pivots;
-            solves += 1;
-            if solved.status != LcpStatus::Solved {
-                self.active = active_before;
-                return self.failed(
-                    model, params, state, &solved, pivots, solves, timings, start,
-                );
-            }
-            let q_new = model.integrate(&q, &solved.velocity, remaining);
-            let clock = Instant::now();
-            let after = model.contacts(&q_new, params.edges, 0.0);
-            timings.geometry += clock.elapsed();
+            let at = State {
+                q: q.clone(),
+                v: v.clone(),
+                t,
+            };
+            let solved = mixed.velocity(&at, remaining, &selected)?;
+            let q_new = model.integrate(&q, &solved.solved.velocity, remaining);
+            step.geometry.gaps(&q_new, 0.0, &mut sc.after);
             let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
             // Contacts that closed within the step: (gap before, gap after).
-            let colliding: Vec<(ContactId, f64, f64)> = after
+            let colliding: Vec<(ContactId, f64, f64)> = sc
+                .after
                 .iter()
-                .filter(|c| c.gap < 0.0 && !chosen.contains(&c.id))
-                .filter_map(|c| {
+                .filter(|(id, gap)| *gap < 0.0 && !chosen.contains(id))
+                .filter_map(|&(id, gap)| {
                     candidates
                         .iter()
-                        .find(|k| k.id == c.id)
-                        .map(|k| (c.id, k.gap, c.gap))
+                        .find(|k| k.id == id)
+                        .map(|k| (id, k.gap, gap))
                 })
                 .collect();
-            let selected_owned: Vec<Contact> = selected.iter().map(|&c| c.clone()).collect();
-            if colliding.is_empty() || round == MAX_COLLISIONS {
-                self.update_active(&selected_owned, &solved);
-                self.active.extend(colliding.iter().map(|c| c.0));
+            if colliding.is_empty() || round == settings.max_collisions {
+                active = still_active(&selected, &solved, settings);
+                active.extend(colliding.iter().map(|c| c.0));
                 q = q_new;
-                v = solved.velocity.clone();
+                v = solved.solved.velocity.clone();
                 t += remaining;
-                last = Some((solved, selected_owned));
+                sc.last.copy_from(selected.iter().copied());
+                last = Some(solved);
                 break;
             }
             // The earliest collision, by linear interpolation of its gap, then
@@ -159,202 +148,158 @@ impl AnitescuPotra {
             // that of a step of the shorter length (the implicit forces act
             // over it), so solve again with h' = s h, twice, each time
             // refining s on the gap along the new path.
-            let mut velocity = solved.velocity.clone();
+            let mut velocity = solved.solved.velocity.clone();
             let (mut dt, mut estimate) = (remaining, fraction);
             for _ in 0..2 {
                 let clock = Instant::now();
-                let fraction =
-                    collision_fraction(model, params, &q, &velocity, dt, first, estimate, touch);
-                timings.geometry += clock.elapsed();
+                let fraction = collision_fraction(model, &q, &velocity, dt, first, estimate, touch);
+                step.geometry.add_time(clock.elapsed());
                 if fraction >= 1.0 {
                     break;
                 }
                 dt *= fraction;
                 estimate = 1.0;
-                let shorter = solve_velocity(
-                    model,
-                    params,
-                    &State {
-                        q: q.clone(),
-                        v: v.clone(),
-                        t,
-                    },
-                    dt,
-                    &selected,
-                    self.implicit,
-                    self.record_lcp,
-                    &mut timings,
-                );
-                pivots += shorter.pivots;
-                solves += 1;
-                if shorter.status != LcpStatus::Solved {
-                    self.active = active_before;
-                    return self.failed(
-                        model, params, state, &shorter, pivots, solves, timings, start,
-                    );
-                }
-                velocity = shorter.velocity;
+                let at = State {
+                    q: q.clone(),
+                    v: v.clone(),
+                    t,
+                };
+                let shorter = mixed.velocity(&at, dt, &selected)?;
+                velocity = shorter.solved.velocity;
             }
             let q_collision = model.integrate(&q, &velocity, dt);
-            let clock = Instant::now();
-            let at_collision = model.contacts(&q_collision, params.edges, margin);
-            timings.geometry += clock.elapsed();
-            let impact: Vec<&Contact> = at_collision
+            step.geometry
+                .contacts(&q_collision, margin, &mut sc.at_collision);
+            let impact: Vec<&Contact> = sc
+                .at_collision
+                .as_slice()
                 .iter()
-                .filter(|c| c.gap <= touch || c.id == first || self.active.contains(&c.id))
+                .filter(|c| c.gap <= touch || c.id == first || active.contains(&c.id))
                 .collect();
             // Inelastic impact: the same LCP with h = 0 (§3).
-            let impulse = solve_velocity(
-                model,
-                params,
-                &State {
-                    q: q_collision.clone(),
-                    v: velocity.clone(),
-                    t: t + dt,
-                },
-                0.0,
-                &impact,
-                self.implicit,
-                self.record_lcp,
-                &mut timings,
-            );
-            pivots += impulse.pivots;
-            solves += 1;
-            if impulse.status != LcpStatus::Solved {
-                self.active = active_before;
-                return self.failed(
-                    model, params, state, &impulse, pivots, solves, timings, start,
-                );
-            }
-            let impact_owned: Vec<Contact> = impact.iter().map(|&c| c.clone()).collect();
-            self.update_active(&impact_owned, &impulse);
-            self.active.insert(first);
+            let at = State {
+                q: q_collision.clone(),
+                v: velocity.clone(),
+                t: t + dt,
+            };
+            let impulse = mixed.velocity(&at, 0.0, &impact)?;
+            active = still_active(&impact, &impulse, settings);
+            active.insert(first);
             q = q_collision;
-            v = impulse.velocity.clone();
+            v = impulse.solved.velocity.clone();
             t += dt;
             remaining -= dt;
-            last = Some((impulse, impact_owned));
+            sc.last.copy_from(impact.iter().copied());
+            last = Some(impulse);
         }
-        let Some((solved, selected)) = last else {
+        let Some(last) = last else {
             unreachable!("the loop ends with an accepted step")
         };
 
         // Projection (§2.3.4) of the joints and the theoretically active
         // contacts (§3): those that penetrate and those that carry an impulse.
         let clock = Instant::now();
-        let impulse_tol = self.settings.zero * solved.z.amax();
-        let holding: BTreeSet<ContactId> = selected
+        let solved = &last.solved;
+        let impulse_zero = settings.zero * solved.z.amax();
+        let holding: BTreeSet<ContactId> = sc
+            .last
+            .as_slice()
             .iter()
             .enumerate()
-            .filter(|(j, _)| solved.z[solved.layout.normal(*j)] > impulse_tol)
+            .filter(|(j, _)| solved.z[solved.normal_index(*j)] > impulse_zero)
             .map(|(_, c)| c.id)
             .collect();
-        q = project(model, params, &q, &self.active, &holding);
-        let after = model.contacts(&q, params.edges, margin);
-        timings.geometry += clock.elapsed();
-        let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
-        let reports = contact_reports(&selected, &solved, &after, &self.settings);
-        state.q = q;
-        state.v = v;
-        state.t += h;
-        debug_assert!((t - state.t).abs() <= 1e-9 * h.max(1.0));
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts: reports,
-            lcp_size: solved.layout.size(),
-            largest_island: solved.layout.size(),
-            pivots,
-            solves,
-            sweeps: 0,
-            status: LcpStatus::Solved,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap,
-            timings,
-            lcp: solved.lcp,
-        }
+        q = project(model, params, settings, &q, &active, &holding);
+        step.geometry.add_time(clock.elapsed());
+        step.geometry.gaps(&q, margin, &mut step.buffers.end_gaps);
+        std::mem::swap(&mut step.buffers.solved, &mut sc.last);
+        debug_assert!((t - (state.t + h)).abs() <= 1e-9 * h.max(1.0));
+        Ok(Advance {
+            q,
+            v,
+            solution: last.solved,
+            velocity_scale: last.scale,
+            missing: EndGap::Open,
+            active,
+        })
     }
+}
 
-    /// The paper's removal rule (§3): of the contacts just solved, those whose
-    /// normal velocity is not positive stay active; contacts that were not in
-    /// the solve (out of reach) are dropped.
-    fn update_active(&mut self, contacts: &[Contact], solved: &VelocityStep) {
-        self.active = contacts
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| {
-                solved.w[solved.layout.normal(*j)] <= self.settings.zero * solved.velocity_scale
-            })
-            .map(|(_, c)| c.id)
-            .collect();
-    }
+/// What posing and solving (12)–(16) needs of a step.
+struct Mixed<'s, 'a> {
+    model: &'a Model,
+    params: &'a Params,
+    settings: &'a StepSettings,
+    implicit: bool,
+    solver: &'s mut Solver<'a>,
+    lcp_build: &'s mut Duration,
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn failed(
+impl Mixed<'_, '_> {
+    /// One solve of (12)–(16) at `state` with step `h` for the given
+    /// contacts, through the step's solver.
+    fn velocity(
         &mut self,
-        model: &Model,
-        params: &Params,
         state: &State,
-        solved: &VelocityStep,
-        pivots: usize,
-        solves: usize,
-        timings: StepTimings,
-        start: Instant,
-    ) -> StepReport {
-        let failed = report::Failure {
-            status: solved.status,
-            residual: solved.residual,
-            lcp_size: solved.layout.size(),
-            pivots,
-            solves,
-            sweeps: 0,
-            lcp: solved.lcp.clone(),
+        h: f64,
+        contacts: &[&Contact],
+    ) -> Result<Velocity, Failed> {
+        let clock = Instant::now();
+        let posed = pose(
+            self.model,
+            self.params,
+            state,
+            h,
+            contacts.len(),
+            self.implicit,
+        );
+        *self.lcp_build += clock.elapsed();
+        let scale = posed.scale(state, self.settings);
+        let solved = match &posed.schur {
+            Some(schur) => self
+                .solver
+                .solve(&posed.problem(contacts, schur), Form::Mixed),
+            None => self.solver.unsolvable(posed.unsolvable(contacts)),
         };
-        report::failure(model, params, state, failed, timings, start)
+        solved.solved().map(|solved| Velocity { solved, scale })
     }
 }
 
-/// What one solve of the mixed LCP (12)–(16) gave.
-#[derive(Debug, Clone)]
-pub struct VelocityStep {
-    /// vˡ⁺¹ (or v⁺ of an impact when h = 0).
-    pub velocity: DVector<f64>,
-    /// How Lemke ended.
-    pub status: LcpStatus,
-    /// Relative complementarity residual.
-    pub residual: f64,
-    /// Lemke pivots.
-    pub pivots: usize,
-    /// The LCP's block layout.
-    pub layout: Layout,
-    /// z = (β̃, c̃_n, λ̃), impulses in N·s.
-    pub z: DVector<f64>,
-    /// w = (σ̃, ρ̃, ζ̃).
-    pub w: DVector<f64>,
-    /// A velocity scale for tolerances, m/s.
-    pub velocity_scale: f64,
-    /// The LCP, when asked for.
-    pub lcp: Option<Lcp>,
+/// The paper's removal rule (§3): of the contacts just solved, those whose
+/// normal velocity is not positive stay active; contacts that were not in
+/// the solve (out of reach) are dropped.
+fn still_active(contacts: &[&Contact], solved: &Velocity, settings: &StepSettings) -> ActiveSet {
+    let s = &solved.solved;
+    contacts
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| s.w[s.normal_index(*j)] <= settings.zero * solved.scale)
+        .map(|(_, c)| c.id)
+        .collect()
 }
 
-/// Solves (12)–(16) at `state` with step `h` for the given active contacts:
-/// linearly implicit ((32)–(33)) when `implicit`, else the Euler LCP (7).
-/// With h = 0 it is the inelastic impact LCP of §3.
-#[allow(clippy::too_many_arguments)]
-pub fn solve_velocity(
+/// The mixed LCP (12)–(16) at a state, before the contact solve: W after
+/// the joints' elimination (`None` when it does not exist) and v* = W(M v +
+/// h k̂).
+struct Posed {
+    schur: Option<DMatrix<f64>>,
+    free: DVector<f64>,
+    dof: usize,
+    mu: Vec<f64>,
+    gap_terms: Vec<f64>,
+}
+
+/// Eliminates the joints of (12)–(16) at `state` with step `h`, for
+/// `contacts` contacts: linearly implicit ((32)–(33)) when `implicit`, else
+/// the Euler LCP (7). With h = 0 it is the inelastic impact LCP of §3.
+fn pose(
     model: &Model,
     params: &Params,
     state: &State,
     h: f64,
-    contacts: &[&Contact],
+    contacts: usize,
     implicit: bool,
-    record_lcp: bool,
-    timings: &mut StepTimings,
-) -> VelocityStep {
-    let clock = Instant::now();
+) -> Posed {
     let dof = model.dof();
     let mass = &model.mass_matrix();
     let (q, v) = (&state.q, &state.v);
@@ -370,152 +315,100 @@ pub fn solve_velocity(
         (mass.clone(), model.forces(q, v, state.t, params)) // (7)
     };
     let rhs = mass * v + k_hat * h; // right side of (12)
-    let layout = Layout::of(contacts);
-    let failure = |status: LcpStatus| VelocityStep {
-        velocity: v.clone(),
-        status,
-        residual: f64::NAN,
-        pivots: 0,
-        layout,
-        z: DVector::zeros(layout.size()),
-        w: DVector::zeros(layout.size()),
-        velocity_scale: 1.0,
-        lcp: None,
+    let schur = eliminate_joints(&m_hat, &model.joint_rows(q).gradients);
+    let free = match &schur {
+        Some(w) => w * &rhs,
+        None => v.clone(),
     };
-    let Some(schur) = eliminate_joints(&m_hat, &model.joint_rows(q).gradients) else {
-        return failure(LcpStatus::NumericalFailure);
-    };
-    let free = &schur * &rhs;
-    let impulses = Impulses::new(contacts, MassInverse::Dense(&schur), dof);
-    let mu = vec![params.mu; contacts.len()];
-    // Active contacts are constrained at the velocity level (14): no gap term.
-    let gap_terms = vec![0.0; contacts.len()];
-    let problem = impulses.lcp(&free, &gap_terms, &mu);
-    // Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
-    // JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
-    // equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃, LCP(DGD, Dq)
-    // has the solutions D⁻¹z and keeps the structure Theorem 2.2 relies on.
-    let scaling = equilibration(&problem, layout, contacts);
-    let scaled = Lcp {
-        m: DMatrix::from_fn(problem.m.nrows(), problem.m.ncols(), |i, j| {
-            scaling[i] * problem.m[(i, j)] * scaling[j]
-        }),
-        q: problem.q.component_mul(&scaling),
-    };
-    timings.lcp_build += clock.elapsed();
-
-    let clock = Instant::now();
-    // Theorem 2.2 guarantees a solution; dependent normals (a box on four
-    // corners, or rigidly linked bodies in the stiff limit) make bases nearly
-    // singular, and the shared regularization of the scaled JᵀWJ separates
-    // the dependent rows, as in the Stewart–Trinkle stepper.
-    let blocks = layout.friction + layout.contacts;
-    let mut solution = solve_by_islands(&scaled, blocks);
-    solution.z.component_mul_assign(&scaling);
-    solution.w.component_div_assign(&scaling);
-    timings.lemke += clock.elapsed();
-    let velocity = &free + impulses.velocity_change(&solution.z);
-    VelocityStep {
-        velocity,
-        status: solution.status,
-        residual: solution.residual,
-        pivots: solution.pivots,
-        layout,
-        z: solution.z,
-        w: solution.w,
-        velocity_scale: free.amax().max(v.amax()).max(1e-3),
-        lcp: record_lcp.then_some(problem),
+    Posed {
+        schur,
+        free,
+        dof,
+        mu: vec![params.mu; contacts],
+        // Active contacts are constrained at the velocity level (14): no gap term.
+        gap_terms: vec![0.0; contacts],
     }
 }
 
-/// Lemke, with the regularization ladder, on each independent part of
-/// `problem`: the connected components of its matrix's nonzero pattern, i.e.
-/// groups of contacts that share no body and are not coupled through W (a
-/// damper or a joint between their bodies puts entries there and joins
-/// them). Each part is an LCP (24) of its own with the same structure, and
-/// the solutions together solve the whole. A pile's 170-unknown LCP,
-/// degenerate as a whole (boxes on several corners; Lemke's lexicographic
-/// order is lost to rounding and it ends on a ray at step 43 of
-/// `pile.ron`), falls into parts of 10–40 unknowns solved in 0–16 pivots.
-/// The first `blocks` unknowns (β̃, c̃_n) take the regularization.
-fn solve_by_islands(problem: &Lcp, blocks: usize) -> LcpSolution {
-    let n = problem.size();
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    for i in 0..n {
-        for j in (i + 1)..n {
-            if problem.m[(i, j)] != 0.0 || problem.m[(j, i)] != 0.0 {
-                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-                parent[a] = b;
-            }
+impl Posed {
+    /// The contact problem (24) with W = `schur`.
+    fn problem<'a>(
+        &'a self,
+        contacts: &'a [&'a Contact],
+        schur: &'a DMatrix<f64>,
+    ) -> ContactProblem<'a> {
+        ContactProblem {
+            contacts,
+            map: MassInverse::Dense(schur),
+            dof: self.dof,
+            free: &self.free,
+            normal_terms: &self.gap_terms,
+            friction_terms: &[],
+            relaxed_normal_terms: None,
+            mu: &self.mu,
+            activation: None,
         }
     }
-    let mut parts: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for i in 0..n {
-        parts.entry(root(&mut parent, i)).or_default().push(i);
-    }
-    let mut whole = LcpSolution {
-        z: DVector::zeros(n),
-        w: problem.q.clone(),
-        status: LcpStatus::Solved,
-        pivots: 0,
-        residual: 0.0,
-        basis: Vec::new(),
-        warm_started: false,
-    };
-    // Ascending indices keep each part's (β̃, c̃_n) rows ahead of its λ̃ rows.
-    for index in parts.into_values() {
-        let part = Lcp {
-            m: DMatrix::from_fn(index.len(), index.len(), |a, b| {
-                problem.m[(index[a], index[b])]
-            }),
-            q: DVector::from_fn(index.len(), |a, _| problem.q[index[a]]),
-        };
-        let part_blocks = index.iter().filter(|&&i| i < blocks).count();
-        let solved = solve_regularized(
-            &part,
-            None,
-            part_blocks,
-            &LemkeOptions::default(),
-            &StepSettings::default(),
-            0,
+
+    /// The solve of a problem whose joints cannot be eliminated.
+    fn unsolvable(&self, contacts: &[&Contact]) -> ContactSolution {
+        ContactSolution::failed(
+            &self.free,
+            Layout::of(contacts),
+            LcpStatus::NumericalFailure,
+            f64::NAN,
         )
-        .solution;
-        for (a, &i) in index.iter().enumerate() {
-            whole.z[i] = solved.z[a];
-            whole.w[i] = solved.w[a];
-        }
-        whole.basis.extend(solved.basis.iter().map(|&a| index[a]));
-        whole.pivots += solved.pivots;
-        whole.residual = whole.residual.max(solved.residual);
-        if solved.status != LcpStatus::Solved {
-            whole.status = solved.status;
-            break;
+    }
+
+    /// The velocity scale of the solve's tolerances: max(|v*|, |v|, floor);
+    /// 1 m/s when the problem could not be posed.
+    fn scale(&self, state: &State, settings: &StepSettings) -> f64 {
+        if self.schur.is_some() {
+            self.free
+                .amax()
+                .max(state.v.amax())
+                .max(settings.velocity_floor)
+        } else {
+            1.0
         }
     }
-    whole
 }
 
-/// The diagonal scaling of the LCP: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
-/// the contact on its λ row (so μ̃ keeps its value).
-fn equilibration(problem: &Lcp, layout: Layout, contacts: &[&Contact]) -> DVector<f64> {
-    let size = layout.size();
-    let scale = problem.m.diagonal().amax().max(f64::MIN_POSITIVE);
-    let diagonal = |i: usize| problem.m[(i, i)].max(1e-14 * scale);
-    let mut d = DVector::from_element(size, 1.0);
-    for i in 0..layout.friction + layout.contacts {
-        d[i] = 1.0 / diagonal(i).sqrt();
-    }
-    for j in 0..contacts.len() {
-        d[layout.lambda(j)] = diagonal(layout.normal(j)).sqrt();
-    }
-    d
+/// Solves (12)–(16) at `state` with step `h` for the given active contacts:
+/// linearly implicit ((32)–(33)) when `implicit`, else the Euler LCP (7).
+/// With h = 0 it is the inelastic impact LCP of §3. A solve from a cold
+/// start, outside any step (Lemke time is added to `timings`); `record_lcp`
+/// keeps the LCP in the solution.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_velocity(
+    model: &Model,
+    params: &Params,
+    state: &State,
+    h: f64,
+    contacts: &[&Contact],
+    implicit: bool,
+    record_lcp: bool,
+    timings: &mut StepTimings,
+) -> ContactSolution {
+    let settings = StepSettings::default();
+    let mut parts = Detached::default();
+    parts.solver.keep_lcp = record_lcp;
+    let mut step = parts.step(model, params, state, &settings);
+    let mut mixed = Mixed {
+        model,
+        params,
+        settings: &settings,
+        implicit,
+        solver: &mut step.solver,
+        lcp_build: &mut step.lcp_build,
+    };
+    let solved = match mixed.velocity(state, h, contacts) {
+        Ok(velocity) => velocity.solved,
+        Err(failed) => *failed,
+    };
+    timings.lcp_build += step.lcp_build;
+    timings.lemke += step.solver.time();
+    solved
 }
 
 /// W = M̂⁻¹ − M̂⁻¹ν S⁺ νᵀM̂⁻¹ with S = νᵀM̂⁻¹ν: the map from generalized impulse
@@ -535,10 +428,8 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
 /// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the
 /// path q + s h v: regula falsi (Illinois) on its gap from the linear estimate,
 /// so the impact is solved where the gap is zero to within `tolerance`.
-#[allow(clippy::too_many_arguments)]
 fn collision_fraction(
     model: &Model,
-    params: &Params,
     q: &DVector<f64>,
     v: &DVector<f64>,
     h: f64,
@@ -549,10 +440,10 @@ fn collision_fraction(
     let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
     let gap = |s: f64| {
         model
-            .contacts(&model.integrate(q, v, s * h), params.edges, reach)
+            .gaps(&model.integrate(q, v, s * h), reach)
             .into_iter()
-            .find(|c| c.id == id)
-            .map(|c| c.gap)
+            .find(|c| c.0 == id)
+            .map(|c| c.1)
     };
     let (Some(mut g_lo), Some(mut g_hi)) = (gap(0.0), gap(1.0)) else {
         return estimate;
@@ -589,52 +480,4 @@ fn collision_fraction(
         }
     }
     best
-}
-
-/// Contacts with a gap below this join the active set at the start of a step.
-fn touch_tolerance(model: &Model) -> f64 {
-    1e-9 * model.length_scale().max(1.0)
-}
-
-/// The per-contact reports of the final solve.
-fn contact_reports(
-    selected: &[Contact],
-    solved: &VelocityStep,
-    after: &[Contact],
-    settings: &StepSettings,
-) -> Vec<ContactReport> {
-    let layout = solved.layout;
-    let impulse_tol = settings.zero * solved.z.amax();
-    let mut column = 0;
-    selected
-        .iter()
-        .enumerate()
-        .map(|(j, contact)| {
-            let k = contact.jacobian.friction_count();
-            let beta: Vec<f64> = solved.z.rows(column, k).iter().copied().collect();
-            column += k;
-            let c_n = solved.z[layout.normal(j)];
-            let lambda = solved.z[layout.lambda(j)];
-            let state = report::contact_state(
-                c_n,
-                impulse_tol,
-                lambda,
-                settings.zero * solved.velocity_scale,
-            );
-            let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
-            let gap = after
-                .iter()
-                .find(|c| c.id == contact.id)
-                .map_or(f64::INFINITY, |c| c.gap);
-            ContactReport {
-                id: contact.id,
-                gap,
-                normal_impulse: c_n,
-                friction_impulse,
-                tangential_impulse,
-                state,
-                frame: contact.frame.clone(),
-            }
-        })
-        .collect()
 }

@@ -38,6 +38,10 @@ impl Layout {
     pub fn size(&self) -> usize {
         self.friction + 2 * self.contacts
     }
+    /// The indices of the normal impulses c̃_n.
+    pub fn normals(&self) -> std::ops::Range<usize> {
+        self.friction..self.friction + self.contacts
+    }
     /// Index of c_n of contact j.
     pub fn normal(&self, j: usize) -> usize {
         self.friction + j

@@ -22,6 +22,7 @@ use crate::model::ContactJacobian;
 use nalgebra::{DMatrix, DVector};
 
 /// A body's velocity block as the operator sees it.
+#[derive(Debug, Clone)]
 struct LocalBlock {
     /// First generalized velocity (global index).
     start: usize,
@@ -35,7 +36,7 @@ struct LocalBlock {
 
 /// Work space of [`ContactLcp::add_product`], kept between calls so that a
 /// product costs the nonzeros it touches and allocates nothing.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct Scratch {
     /// The impulse J x, then W J x, on the local blocks (flat).
     impulse: Vec<f64>,
@@ -73,6 +74,29 @@ pub struct ContactLcp<'a> {
     /// max |(SMS)ᵢⱼ| off the regularized diagonal.
     scaled_magnitude: f64,
     scratch: std::cell::RefCell<Scratch>,
+    /// Storage for the next [`Self::equilibrate`].
+    spare_scale: Vec<f64>,
+    /// Lists of (contact, offset) and the block index kept for the next
+    /// operator.
+    spare_lists: Vec<Vec<(usize, usize)>>,
+    spare_index: rustc_hash::FxHashMap<usize, usize>,
+}
+
+/// The storage of a [`ContactLcp`], handed from one operator to the next
+/// ([`ContactLcp::new_in`], [`ContactLcp::into_storage`]): the islands of a
+/// step build their operators in turn without allocating what an earlier
+/// one already did.
+#[derive(Debug, Clone, Default)]
+pub struct ContactLcpStorage {
+    contact_blocks: Vec<Vec<(usize, usize)>>,
+    first_beta: Vec<usize>,
+    owner: Vec<(usize, usize)>,
+    blocks: Vec<LocalBlock>,
+    index: rustc_hash::FxHashMap<usize, usize>,
+    diagonal: Vec<f64>,
+    scale: Vec<f64>,
+    scratch: Scratch,
+    lists: Vec<Vec<(usize, usize)>>,
 }
 
 /// The row marker of λ in [`ContactLcp::owner`].
@@ -82,14 +106,43 @@ impl<'a> ContactLcp<'a> {
     /// The operator for `jacobians` (in this order) with W = diag(`w`) and
     /// friction coefficients `mu`.
     pub fn new(jacobians: Vec<&'a ContactJacobian>, w: &'a [f64], mu: &'a [f64]) -> Self {
+        Self::new_in(jacobians, w, mu, ContactLcpStorage::default())
+    }
+
+    /// [`Self::new`] in the storage of an earlier operator.
+    pub fn new_in(
+        jacobians: Vec<&'a ContactJacobian>,
+        w: &'a [f64],
+        mu: &'a [f64],
+        storage: ContactLcpStorage,
+    ) -> Self {
+        let ContactLcpStorage {
+            mut contact_blocks,
+            mut first_beta,
+            mut owner,
+            mut blocks,
+            mut index,
+            diagonal: stored_diagonal,
+            scale: spare_scale,
+            scratch,
+            mut lists,
+        } = storage;
+        lists.extend(blocks.drain(..).map(|b| b.contacts));
+        lists.append(&mut contact_blocks);
+        let mut list = || {
+            let mut l = lists.pop().unwrap_or_default();
+            l.clear();
+            l
+        };
         let p = jacobians.len();
         let friction: usize = jacobians.iter().map(|c| c.friction_count()).sum();
         let layout = Layout {
             contacts: p,
             friction,
         };
-        let mut first_beta = Vec::with_capacity(p);
-        let mut owner = vec![(0, 0); layout.size()];
+        first_beta.clear();
+        owner.clear();
+        owner.resize(layout.size(), (0, 0));
         let mut column = 0;
         for (j, c) in jacobians.iter().enumerate() {
             first_beta.push(column);
@@ -100,19 +153,17 @@ impl<'a> ContactLcp<'a> {
             owner[layout.normal(j)] = (j, 0);
             owner[layout.lambda(j)] = (j, LAMBDA);
         }
-        let mut blocks: Vec<LocalBlock> = Vec::new();
-        let mut index: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
-        let mut contact_blocks = Vec::with_capacity(p);
+        index.clear();
         let mut flat = 0;
         for (j, c) in jacobians.iter().enumerate() {
-            let mut mine = Vec::with_capacity(2);
+            let mut mine = list();
             let mut offset = 0;
             for b in c.blocks() {
                 let local = *index.entry(b.start).or_insert_with(|| {
                     blocks.push(LocalBlock {
                         start: b.start,
                         len: b.len,
-                        contacts: Vec::new(),
+                        contacts: list(),
                         flat,
                     });
                     flat += b.len;
@@ -125,6 +176,12 @@ impl<'a> ContactLcp<'a> {
             contact_blocks.push(mine);
         }
         let blocks_len = blocks.len();
+        let mut scratch = scratch;
+        scratch.impulse.clear();
+        scratch.impulse.resize(flat, 0.0);
+        scratch.marked.clear();
+        scratch.marked.resize(blocks_len, false);
+        scratch.touched.clear();
         let mut lcp = Self {
             layout,
             jacobians,
@@ -139,17 +196,33 @@ impl<'a> ContactLcp<'a> {
             largest_diagonal: 0.0,
             scale: None,
             scaled_magnitude: 1.0,
-            scratch: std::cell::RefCell::new(Scratch {
-                impulse: vec![0.0; flat],
-                marked: vec![false; blocks_len],
-                touched: Vec::new(),
-            }),
+            scratch: std::cell::RefCell::new(scratch),
+            spare_scale,
+            spare_lists: lists,
+            spare_index: index,
         };
-        let mut diagonal: Vec<f64> = (0..friction + p).map(|i| lcp.delassus(i, i)).collect();
+        let mut diagonal = stored_diagonal;
+        diagonal.clear();
+        diagonal.extend((0..friction + p).map(|i| lcp.delassus(i, i)));
         lcp.largest_diagonal = diagonal.iter().copied().fold(0.0, f64::max);
         diagonal.resize(lcp.layout.size(), 0.0);
         lcp.diagonal = diagonal;
         lcp
+    }
+
+    /// Its storage, for the next operator ([`Self::new_in`]).
+    pub fn into_storage(self) -> ContactLcpStorage {
+        ContactLcpStorage {
+            contact_blocks: self.contact_blocks,
+            first_beta: self.first_beta,
+            owner: self.owner,
+            blocks: self.blocks,
+            index: self.spare_index,
+            diagonal: self.diagonal,
+            scale: self.scale.unwrap_or(self.spare_scale),
+            scratch: self.scratch.into_inner(),
+            lists: self.spare_lists,
+        }
     }
 
     /// Largest diagonal entry of JᵀWJ.
@@ -257,7 +330,9 @@ impl ContactLcp<'_> {
     /// gives S.
     pub fn equilibrate(&mut self) {
         let floor = 1e-300_f64.max(1e-14 * self.largest_diagonal);
-        let mut scale = vec![1.0; self.layout.size()];
+        let mut scale = std::mem::take(&mut self.spare_scale);
+        scale.clear();
+        scale.resize(self.layout.size(), 1.0);
         for (i, s) in scale
             .iter_mut()
             .enumerate()

@@ -1,14 +1,20 @@
 //! Time-stepping schemes. A stepper turns the model's contacts at the current
-//! state into an LCP, solves it with [`crate::lcp::lemke`], and applies the
-//! impulses to get the next state and a [`StepReport`].
+//! state into an LCP, solves it with [`crate::lcp::lemke`] (or NSGS), and
+//! applies the impulses to get the next state and a [`StepReport`].
 //!
-//! Contact geometry, Jacobians and friction pyramids come from the model; the
-//! LCP assembly shared by the steppers lives in [`assembly`].
+//! One pipeline ([`driver::Stepper`]) runs every step: it finds contacts,
+//! solves the contact problems with the one solver ([`solve`]) and its warm
+//! start ([`warm`]), and builds the reports ([`report`]); each scheme —
+//! [`StewartTrinkle`], [`MoreauJean`], [`AnitescuPotra`] — implements
+//! [`driver::Scheme`] with only what is its own. Contact geometry, Jacobians
+//! and friction pyramids come from the model; the LCP assembly shared by the
+//! schemes lives in [`assembly`], the tolerances in [`settings`].
 
 pub mod anitescu_potra;
 pub mod assembly;
 pub mod contact_lcp;
 pub mod coulomb_cone;
+pub mod driver;
 pub mod glocker_studer;
 pub mod moreau_jean;
 pub mod nsgs;
@@ -16,6 +22,7 @@ pub mod projection;
 pub mod report;
 pub mod settings;
 pub mod solve;
+pub mod step;
 pub mod stewart_trinkle;
 pub mod warm;
 
@@ -25,7 +32,9 @@ use nalgebra::Vector3;
 use std::time::Duration;
 
 pub use anitescu_potra::AnitescuPotra;
+pub use driver::{Scheme, Stepper, StepperMemory};
 pub use moreau_jean::{Impact, ImpactError, MoreauJean, impact};
+pub use settings::StepSettings;
 pub use stewart_trinkle::StewartTrinkle;
 
 /// What a contact did during a step.

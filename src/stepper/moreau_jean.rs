@@ -21,78 +21,80 @@
 //! [`impact`] gives post-impact velocities.
 //!
 //! The index set 𝓗 of step 3b grows predictively: a contact that u^E would
-//! close by t^E joins it and (17) is solved again ([`ACTIVATION_GAMMA`]);
+//! close by t^E joins it and (17) is solved again
+//! ([`StepSettings::activation_lead`]);
 //! NSGS lets such contacts join during its sweeps instead, one solve a step
 //! ([`super::solve::Activation`]). So
 //! bodies overlap by up to about (h/2)·|γ_N| during an impact and are not
 //! pushed back: while a contact overlaps it stays in 𝓗 and is held on
 //! velocity level only.
 
+use super::ContactReport;
+use super::driver::{ActiveSet, Advance, Scheme};
 use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
-use super::report;
+use super::report::{self, EndGap, Ending};
 use super::settings::StepSettings;
-use super::solve::{Activation, ContactProblem, ContactSolver, solve_or_fail};
-use super::warm::WarmStart;
-use super::{ContactReport, ContactState, StepReport, StepTimings};
-use crate::lcp::{self, Lcp, LcpStatus, LemkeOptions};
-use crate::model::{Contact, ContactId, Model, State};
+use super::solve::PlanarSolve;
+use super::solve::{Activation, ContactProblem, ContactSolution, Failed};
+use super::step::{Detached, Solver, Step};
+use super::warm::Form;
+use crate::lcp::LcpStatus;
+use crate::model::{Contact, ContactId, ContactSet, Model, State};
 use crate::params::{Params, SolverKind};
-use nalgebra::{DVector, Vector3};
-use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use nalgebra::DVector;
 use std::time::Instant;
 use thiserror::Error;
 
-/// γ of the predictive activation (see [`MoreauJean::solve`]): a contact
-/// joins the index set when g(q^M) + γh·γ_N(u^E) < −tol. With γ = ½ the
-/// prediction is the end of the step, q^E = q^M + (h/2)u^E (step 5), so every
-/// contact left out ends the step open; the next step's midpoint may still
-/// reach (h/2)|γ_N| into a contact that is approaching, which is then held
-/// there on velocity level. γ = 1 (up to the next midpoint) removes that
-/// overlap (a box corner in the pile at 0.15 m/s: 0.3 mm) but holds contacts
-/// up to h|γ_N| early, and at h = 1e-4 the woodpecker's descent per period
-/// then varies by 2.2 % instead of 2 %.
-pub const ACTIVATION_GAMMA: f64 = 0.5;
+/// The Moreau–Jean scheme (its memory, the warm start, is the driver's).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MoreauJean;
 
-/// The stepper and what it remembers between steps: the last LCP basis, a warm
-/// start when the same contacts form the index set again.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MoreauJean {
-    /// The warm start of the planar LCP (33), reused for the same contacts.
-    warm: WarmStart,
-    /// The solver of the pyramid form (29), with its warm start by contact
-    /// identity.
-    pub solver: ContactSolver,
-    /// Keep each step's LCP in the report (for `--dump-lcp`).
-    pub record_lcp: bool,
-    /// Tolerances.
-    pub settings: StepSettings,
+/// The buffers of a step, kept between steps.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The candidates at q^M.
+    candidates: ContactSet,
+    /// Which of them are in the index set 𝓗.
+    active: Vec<bool>,
+    /// Their gaps at q^M, m.
+    gaps: Vec<f64>,
+    /// The index set of a round.
+    index_set: ContactSet,
+    /// The per-contact terms of a solve.
+    terms: Terms,
 }
 
-/// The impulses of one contact of the index set.
-#[derive(Debug, Clone, PartialEq)]
-struct ContactImpulse {
-    normal: f64,
-    /// Along the generalized tangent w_T (plane) or |Σ βᵢ t(θᵢ)| (space).
-    tangential: f64,
-    friction: Vector3<f64>,
-    sliding: bool,
-    /// Carries a normal impulse above round-off.
-    pressed: bool,
+/// The per-contact terms of one solve.
+#[derive(Debug, Clone, Default)]
+struct Terms {
+    /// (ε_N, ε_T) of each contact.
+    restitution: Vec<(f64, f64)>,
+    /// The right-hand-side terms of (29) and μ.
+    normal_terms: Vec<f64>,
+    friction_terms: Vec<f64>,
+    mu: Vec<f64>,
 }
 
-/// What the velocity-level problem (17) gave.
+/// What the velocity-level problem (17) gave: u* and the solve, posed over
+/// the scratch's candidates (under activation) or its index set.
 struct Solved {
-    status: LcpStatus,
-    residual: f64,
-    pivots: usize,
-    solves: usize,
-    velocity: DVector<f64>,
-    contacts: Vec<Contact>,
-    impulses: Vec<ContactImpulse>,
-    lcp_size: usize,
-    largest_island: usize,
-    lcp: Option<Lcp>,
+    /// u* = u^A + M⁻¹hΔt, the velocity without contact impulses.
+    free: DVector<f64>,
+    solution: ContactSolution,
+    /// Whether the solve was posed over every candidate.
+    candidates: bool,
+}
+
+impl Solved {
+    /// The contacts the solve was posed over (those that took part: see the
+    /// solution's `active`).
+    fn contacts<'s>(&self, scratch: &'s Scratch) -> &'s [Contact] {
+        if self.candidates {
+            scratch.candidates.as_slice()
+        } else {
+            scratch.index_set.as_slice()
+        }
+    }
 }
 
 /// The result of the impact map (h = 0).
@@ -114,256 +116,206 @@ pub struct ImpactError {
 
 /// Newton's impact law alone (Glocker–Studer §6: (33) with Δt = 0): the
 /// post-impact velocities of `state` for the contacts closed at `state.q`
-/// (g ≤ 0), with ε_N, ε_T per contact and μ from `params`.
+/// (g ≤ 0), with ε_N, ε_T per contact and μ from `params`. Solved by Lemke
+/// from a cold start.
 pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, ImpactError> {
-    let mut stepper = MoreauJean::default();
-    let mut timings = StepTimings::default();
-    let solved = stepper.solve(
-        model,
-        params,
-        &state.q,
-        &state.v,
-        state.t,
-        0.0,
-        &mut timings,
-    );
-    if solved.status != LcpStatus::Solved {
+    let settings = StepSettings::default();
+    let mut parts = Detached::default();
+    let mut step = parts.step(model, params, state, &settings);
+    let solved = solve(&mut step, &state.q, state.t, 0.0);
+    if solved.solution.status != LcpStatus::Solved {
         return Err(ImpactError {
-            status: solved.status,
+            status: solved.solution.status,
         });
     }
-    let contacts = solved
-        .contacts
-        .iter()
-        .zip(&solved.impulses)
-        .map(|(c, p)| report(c, p, c.gap))
-        .collect();
+    let ending = Ending {
+        gaps: &[],
+        missing: EndGap::Posed,
+        velocity: &solved.solution.velocity,
+        velocity_scale: settings.velocity_scale(&solved.free),
+        zero: settings.zero,
+    };
+    let mut contacts = Vec::new();
+    report::contact_reports(
+        solved.contacts(step.scratch.get()),
+        &solved.solution,
+        &ending,
+        &mut Default::default(),
+        &mut contacts,
+    );
     Ok(Impact {
-        velocity: solved.velocity,
+        velocity: solved.solution.velocity,
         contacts,
     })
 }
 
-impl MoreauJean {
-    /// Forgets the warm start (after a reset or a scene change).
-    pub fn clear(&mut self) {
-        self.warm.clear();
-        self.solver.clear();
-    }
-
-    /// Advances `state` by one step of `params.dt`. When the LCP is not solved
-    /// the state is left unchanged and the report carries the status.
-    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
-        let start = Instant::now();
-        let mut timings = StepTimings::default();
-        let h = params.dt;
-        self.solver.begin_step(params);
+impl Scheme for MoreauJean {
+    fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
+        let (model, state, settings) = (step.model, step.state, step.settings);
+        let h = step.params.dt;
         // Step 2: the midpoint.
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
-        let solved = self.solve(
-            model,
-            params,
-            &q_mid,
-            &state.v,
-            state.t + 0.5 * h,
-            h,
-            &mut timings,
-        );
-        if solved.status != LcpStatus::Solved {
-            self.warm.clear();
-            let failed = report::Failure {
-                status: solved.status,
-                residual: solved.residual,
-                lcp_size: solved.lcp_size,
-                pivots: solved.pivots,
-                solves: solved.solves,
-                sweeps: self.solver.sweeps(),
-                lcp: solved.lcp,
-            };
-            return report::failure(model, params, state, failed, timings, start);
-        }
+        let Solved {
+            free,
+            solution,
+            candidates,
+        } = solve(step, &q_mid, state.t + 0.5 * h, h);
+        let solution = solution.solved()?;
         // Step 5: q^E = q^M + (h/2) u^E.
-        let q_end = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
-        let clock = Instant::now();
+        let q_end = model.integrate(&q_mid, &solution.velocity, 0.5 * h);
         // For the report only (end gaps, the deepest one): the static part
         // of the margin. The velocity part, 2h·max|v| with the angular
         // velocities among v, reaches past every neighbour of a spinning
         // grain and made this call most of a granular step.
-        let margin = self.settings.margin_fraction * model.length_scale();
-        let after = model.contacts(&q_end, params.friction_edges(), margin);
-        timings.geometry += clock.elapsed();
-        let min_gap = after.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
-        let gaps: HashMap<ContactId, f64> = after.iter().map(|c| (c.id, c.gap)).collect();
-        let contacts = solved
-            .contacts
-            .iter()
-            .zip(&solved.impulses)
-            .map(|(c, p)| {
-                let gap = gaps.get(&c.id).copied().map_or(
-                    c.gap + 0.5 * h * c.jacobian.normal_dot(&solved.velocity),
-                    |gap| gap,
-                );
-                report(c, p, gap)
-            })
-            .collect();
-        state.q = q_end;
-        state.v = solved.velocity;
-        state.t += h;
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts,
-            lcp_size: solved.lcp_size,
-            largest_island: solved.largest_island,
-            pivots: solved.pivots,
-            solves: solved.solves,
-            sweeps: self.solver.sweeps(),
-            status: LcpStatus::Solved,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap,
-            timings,
-            lcp: solved.lcp,
-        }
+        step.geometry.gaps(
+            &q_end,
+            settings.static_margin(model),
+            &mut step.buffers.end_gaps,
+        );
+        let sc = step.scratch.get::<Scratch>();
+        let posed = if candidates {
+            &mut sc.candidates
+        } else {
+            &mut sc.index_set
+        };
+        std::mem::swap(&mut step.buffers.solved, posed);
+        Ok(Advance {
+            q: q_end,
+            v: solution.velocity.clone(),
+            solution,
+            velocity_scale: settings.velocity_scale(&free),
+            missing: EndGap::Predicted { lead: 0.5 * h },
+            active: ActiveSet::new(),
+        })
     }
+}
 
-    /// Steps 3–4: the index set at `q_mid` and u^E from (17) with Δt = `h`
-    /// (h = 0: the impact map).
-    ///
-    /// The index set starts as step 3b's 𝓗 = {i | g_Ni(q^M) ≤ 0} and grows
-    /// predictively: a contact outside it that the step's own u^E would close
-    /// by the end of the step, g_Ni(q^M) + [`ACTIVATION_GAMMA`]·h·γ_Ni(u^E)
-    /// < −tol (step 5 to first order, γ = ½; Siconos's
-    /// MoreauJeanOSI activates on the same prediction y + γhẏ ≤ 0), joins it
-    /// and (17) is solved again, at most `active_set_rounds` times. Without
-    /// this a contact whose gap is 1e-17 at q^M is left out, and a sliding box
-    /// whose friction tilts it drives that corner through the table unopposed
-    /// (4 cm in one step at h = 0.05).
-    #[allow(clippy::too_many_arguments)]
-    fn solve(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        q_mid: &DVector<f64>,
-        u_start: &DVector<f64>,
-        t_mid: f64,
-        h: f64,
-        timings: &mut StepTimings,
-    ) -> Solved {
-        // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
-        let free = if h > 0.0 {
-            let force = model.forces(q_mid, u_start, t_mid, params);
-            u_start + model.apply_mass_inverse(&force) * h
-        } else {
-            u_start.clone()
+/// Steps 3–4: the index set at `q_mid` and u^E from (17) with Δt = `h`
+/// (h = 0: the impact map), starting from the step's u^A.
+///
+/// The index set starts as step 3b's 𝓗 = {i | g_Ni(q^M) ≤ 0} and grows
+/// predictively: a contact outside it that the step's own u^E would close
+/// by the end of the step, g_Ni(q^M) + γ·h·γ_Ni(u^E) < −tol (step 5 to
+/// first order, γ = [`StepSettings::activation_lead`]), joins it and (17)
+/// is solved again, at most `active_set_rounds` times. Without this a
+/// contact whose gap is 1e-17 at q^M is left out, and a sliding box whose
+/// friction tilts it drives that corner through the table unopposed (4 cm
+/// in one step at h = 0.05).
+fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solved {
+    let (model, params, settings) = (step.model, step.params, step.settings);
+    let sc = step.scratch.get::<Scratch>();
+    let u_start = &step.state.v;
+    // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
+    let free = if h > 0.0 {
+        let force = model.forces(q_mid, u_start, t_mid, params);
+        u_start + model.apply_mass_inverse(&force) * h
+    } else {
+        u_start.clone()
+    };
+    // The candidates for predictive activation: contacts whose gap at q^M
+    // the step's velocities can close by t^E, (h/2)·(two bodies' point
+    // speeds) at most. Not the stepper's 2h·max|v| margin: with the
+    // grains' spins among v it reaches every neighbour of a silo.
+    let margin = if h > 0.0 {
+        settings.static_margin(model) + h * model.max_point_speed(&free)
+    } else {
+        0.0
+    };
+    step.geometry.contacts(q_mid, margin, &mut sc.candidates);
+    let candidates = sc.candidates.as_slice();
+    // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
+    sc.active.clear();
+    sc.active.extend(candidates.iter().map(|c| c.gap <= 0.0));
+    let tolerance = settings.gap_tolerance * model.length_scale();
+    let lead = settings.activation_lead * h;
+    let mut posing = Posing {
+        model,
+        params,
+        u_start,
+        free: &free,
+        solver: &mut step.solver,
+        lcp_build: &mut step.lcp_build,
+        terms: &mut sc.terms,
+    };
+    // NSGS on block-diagonal W does the rounds inside its sweeps
+    // (`Activation`): the silo's grains, pressed into their neighbours,
+    // took 6.3 solves a step of 115 sweeps each, restarting each round
+    // (715 sweeps a step; 298 now).
+    if h > 0.0 && posing.solver.activates() {
+        sc.gaps.clear();
+        sc.gaps.extend(candidates.iter().map(|c| c.gap));
+        let activation = Activation {
+            gaps: &sc.gaps,
+            initially: &sc.active,
+            lead,
+            tolerance,
         };
-        let clock = Instant::now();
-        // The candidates for predictive activation: contacts whose gap at q^M
-        // the step's velocities can close by t^E, (h/2)·(two bodies' point
-        // speeds) at most. Not the stepper's 2h·max|v| margin: with the
-        // grains' spins among v it reaches every neighbour of a silo.
-        let margin = if h > 0.0 {
-            self.settings.margin_fraction * model.length_scale() + h * model.max_point_speed(&free)
-        } else {
-            0.0
+        let solution = posing.index_set(candidates, Some(activation));
+        return Solved {
+            free,
+            solution,
+            candidates: true,
         };
-        let candidates = model.contacts(q_mid, params.friction_edges(), margin);
-        timings.geometry += clock.elapsed();
-        // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
-        let mut active: Vec<bool> = candidates.iter().map(|c| c.gap <= 0.0).collect();
-        let tolerance = self.settings.gap_tolerance * model.length_scale();
-        // NSGS on block-diagonal W does the rounds inside its sweeps
-        // (`Activation`): the silo's grains, pressed into their neighbours,
-        // took 6.3 solves a step of 115 sweeps each, restarting each round
-        // (715 sweeps a step; 298 now).
-        if h > 0.0 && self.solver.activates(&model.mass_inverse_form()) {
-            let gaps: Vec<f64> = candidates.iter().map(|c| c.gap).collect();
-            let activation = Activation {
-                gaps: &gaps,
-                initially: &active,
-                lead: ACTIVATION_GAMMA * h,
-                tolerance,
-            };
-            return self.solve_index_set(
-                model,
-                params,
-                candidates,
-                &free,
-                u_start,
-                timings,
-                Some(activation),
-            );
-        }
-        let (mut pivots, mut solves, mut rounds) = (0, 0, 0);
-        loop {
-            let contacts: Vec<Contact> = candidates
+    }
+    let mut rounds = 0;
+    loop {
+        sc.index_set.copy_from(
+            candidates
                 .iter()
-                .zip(&active)
+                .zip(&sc.active)
                 .filter(|(_, on)| **on)
-                .map(|(c, _)| c.clone())
-                .collect();
-            let mut solved =
-                self.solve_index_set(model, params, contacts, &free, u_start, timings, None);
-            pivots += solved.pivots;
-            solves += solved.solves;
-            solved.pivots = pivots;
-            solved.solves = solves;
-            if h == 0.0 || solved.status != LcpStatus::Solved {
-                return solved;
-            }
-            let mut grew = false;
-            for (c, on) in candidates.iter().zip(active.iter_mut()) {
-                let predicted =
-                    c.gap + ACTIVATION_GAMMA * h * c.jacobian.normal_dot(&solved.velocity);
+                .map(|(c, _)| c),
+        );
+        let solution = posing.index_set(sc.index_set.as_slice(), None);
+        let mut grew = false;
+        if h != 0.0 && solution.status == LcpStatus::Solved {
+            for (c, on) in candidates.iter().zip(sc.active.iter_mut()) {
+                let predicted = c.gap + lead * c.jacobian.normal_dot(&solution.velocity);
                 if !*on && predicted < -tolerance {
                     *on = true;
                     grew = true;
                 }
             }
             rounds += 1;
-            if !grew || rounds >= self.settings.active_set_rounds.max(1) {
-                return solved;
-            }
         }
-    }
-
-    /// Step 4 on a given index set: u^E from (17); with `activation`, on
-    /// the contacts of `contacts` that it activates.
-    #[allow(clippy::too_many_arguments)]
-    fn solve_index_set(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        contacts: Vec<Contact>,
-        free: &DVector<f64>,
-        u_start: &DVector<f64>,
-        timings: &mut StepTimings,
-        activation: Option<Activation<'_>>,
-    ) -> Solved {
-        if contacts.is_empty() {
-            self.warm.clear();
+        if !grew || rounds >= settings.active_set_rounds.max(1) {
             return Solved {
-                status: LcpStatus::Solved,
-                residual: 0.0,
-                pivots: 0,
-                solves: 0,
-                velocity: free.clone(),
-                contacts,
-                impulses: Vec::new(),
-                lcp_size: 0,
-                largest_island: 0,
-                lcp: None,
+                free,
+                solution,
+                candidates: false,
             };
         }
-        let restitution: Vec<(f64, f64)> = contacts
-            .iter()
-            .map(|c| model.restitution(&c.id, params))
-            .collect();
-        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
-        let mut solves = 0;
-        let mut pivots = 0;
+    }
+}
+
+/// What posing and solving (17) needs of a step.
+struct Posing<'s, 'a> {
+    model: &'a Model,
+    params: &'a Params,
+    /// u^A.
+    u_start: &'a DVector<f64>,
+    /// u*.
+    free: &'s DVector<f64>,
+    solver: &'s mut Solver<'a>,
+    lcp_build: &'s mut std::time::Duration,
+    terms: &'s mut Terms,
+}
+
+impl Posing<'_, '_> {
+    /// Step 4 on a given index set: u^E from (17); with `activation`, on
+    /// the contacts of `contacts` that it activates.
+    fn index_set(
+        &mut self,
+        contacts: &[Contact],
+        activation: Option<Activation<'_>>,
+    ) -> ContactSolution {
+        if contacts.is_empty() {
+            return ContactSolution::empty(self.free);
+        }
+        let (model, params, free) = (self.model, self.params, self.free);
+        let restitution = &mut self.terms.restitution;
+        restitution.clear();
+        restitution.extend(contacts.iter().map(|c| model.restitution(&c.id, params)));
         // In the plane (and without friction anywhere) the LCP (33); Lemke has no
         // guarantee for its matrix, so when it fails the same law is posed as
         // the copositive-plus (29) form, which Lemke always processes. NSGS
@@ -377,7 +329,7 @@ impl MoreauJean {
             let dof = model.dof();
             let planar: Vec<PlanarContact> = contacts
                 .iter()
-                .zip(&restitution)
+                .zip(restitution.iter())
                 .map(|(c, &(eps_n, eps_t))| {
                     let t = (c.jacobian.friction_count() > 0)
                         .then(|| c.jacobian.dense_direction(0, dof))
@@ -391,208 +343,67 @@ impl MoreauJean {
                     }
                 })
                 .collect();
-            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), free, u_start);
-            timings.lcp_build += clock.elapsed();
-            let warm_start = self.warm.exact(33, &ids, problem.lcp.size());
-            let solution = timed_lemke(&problem.lcp, warm_start, timings);
+            let problem = PlanarImpactLcp::new(&planar, &model.mass_inverse(), free, self.u_start);
+            *self.lcp_build += clock.elapsed();
+            let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
+            let solution = self.solver.solve_planar(PlanarSolve {
+                problem,
+                ids: &ids,
+                free,
+            });
             if solution.status == LcpStatus::Solved {
-                self.warm.record_exact(33, &ids, &solution.basis);
-            }
-            solves += 1;
-            pivots += solution.pivots;
-            if solution.status == LcpStatus::Solved {
-                let impulses = problem.impulses(&solution.z, &solution.w);
-                let velocity = free + problem.velocity_change(&impulses);
-                let scale = velocity_scale(free);
-                let impulse_tol = self.settings.zero * solution.z.amax();
-                let impulses = contacts
-                    .iter()
-                    .zip(&impulses)
-                    .map(|(c, p)| {
-                        let friction = c
-                            .frame
-                            .as_ref()
-                            .and_then(|f| f.tangents.first())
-                            .map_or_else(Vector3::zeros, |t| t * p.tangential);
-                        ContactImpulse {
-                            normal: p.normal,
-                            tangential: p.tangential,
-                            friction,
-                            sliding: p.slip.abs() > self.settings.zero * scale,
-                            pressed: p.normal > impulse_tol,
-                        }
-                    })
-                    .collect();
-                return Solved {
-                    status: LcpStatus::Solved,
-                    residual: solution.residual,
-                    pivots,
-                    solves,
-                    velocity,
-                    contacts,
-                    impulses,
-                    lcp_size: problem.lcp.size(),
-                    largest_island: problem.lcp.size(),
-                    lcp: self.record_lcp.then_some(problem.lcp),
-                };
+                return solution;
             }
         }
-        let mut solved = self.solve_pyramid(
-            model,
-            params,
-            contacts,
-            &restitution,
-            free,
-            u_start,
-            timings,
-            activation,
-        );
-        solved.solves += solves;
-        solved.pivots += pivots;
-        solved
+        self.pyramid(contacts, activation)
     }
 
     /// Newton's impact law on the k-edge friction pyramid: the LCP (29) on
-    /// velocity level, σ = ñᵀu^E + ε_N γ_N^A ≥ 0 and ρ = D̃ᵀu^E + ε_T D̃ᵀu^A + Ẽλ
-    /// ≥ 0 (ξ_N and ξ_T of (11) in place of the relative velocities).
-    #[allow(clippy::too_many_arguments)]
-    fn solve_pyramid(
+    /// velocity level, σ = ñᵀu^E + ε_N γ_N^A ≥ 0 and ρ = D̃ᵀu^E + ε_T D̃ᵀu^A +
+    /// Ẽλ ≥ 0 (ξ_N and ξ_T of (11) in place of the relative velocities),
+    /// with the contacts' (ε_N, ε_T) in `terms.restitution`.
+    fn pyramid(
         &mut self,
-        model: &Model,
-        params: &Params,
-        contacts: Vec<Contact>,
-        restitution: &[(f64, f64)],
-        free: &DVector<f64>,
-        u_start: &DVector<f64>,
-        timings: &mut StepTimings,
+        contacts: &[Contact],
         activation: Option<Activation<'_>>,
-    ) -> Solved {
-        let clock = Instant::now();
+    ) -> ContactSolution {
+        let u_start = self.u_start;
         let refs: Vec<&Contact> = contacts.iter().collect();
-        let normal_terms: Vec<f64> = contacts
-            .iter()
-            .zip(restitution)
-            .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start))
-            .collect();
-        let friction_terms: Vec<f64> = contacts
-            .iter()
-            .zip(restitution)
-            .flat_map(|(c, &(_, eps_t))| {
-                (0..c.jacobian.friction_count())
-                    .map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
-            })
-            .collect();
-        let mu = vec![params.mu; contacts.len()];
-        let problem = ContactProblem {
-            contacts: &refs,
-            map: model.mass_inverse_form(),
-            dof: model.dof(),
-            free,
-            normal_terms: &normal_terms,
-            friction_terms: &friction_terms,
-            relaxed_normal_terms: None,
-            mu: &mu,
-            activation,
-        };
-        self.solver.keep_lcp = self.record_lcp;
-        let solution = self.solver.solve(&problem, 29, false, &self.settings);
-        timings.lemke += clock.elapsed();
-        let layout = solution.layout;
-        let velocity = free + &solution.velocity_change;
-        let scale = velocity_scale(free);
-        let zero = self.settings.zero;
-        let impulse_tol = zero * solution.z.amax();
-        let mut column = 0;
-        let contact_impulses: Vec<ContactImpulse> = contacts
-            .iter()
-            .enumerate()
-            .map(|(j, c)| {
-                let k = c.jacobian.friction_count();
-                let beta: Vec<f64> = solution.z.rows(column, k).iter().copied().collect();
-                column += k;
-                let (friction, tangential) = report::friction_impulse(c, &beta);
-                let normal = solution.z[layout.normal(j)];
-                ContactImpulse {
-                    normal,
-                    tangential,
-                    friction,
-                    sliding: solution.z[layout.lambda(j)] > zero * scale,
-                    pressed: normal > impulse_tol,
-                }
-            })
-            .collect();
-        // Under activation, the contacts that took part form the index set.
-        let (contacts, contact_impulses) = match &solution.active {
-            Some(active) => contacts
-                .into_iter()
-                .zip(contact_impulses)
-                .zip(active)
-                .filter(|(_, on)| **on)
-                .map(|(pair, _)| pair)
-                .unzip(),
-            None => (contacts, contact_impulses),
-        };
-        // The size of (29) over the index set (k + 2 unknowns a contact).
-        let lcp_size = if solution.active.is_some() {
+        let Terms {
+            restitution,
+            normal_terms,
+            friction_terms,
+            mu,
+        } = &mut *self.terms;
+        normal_terms.clear();
+        normal_terms.extend(
             contacts
                 .iter()
-                .map(|c| c.jacobian.friction_count() + 2)
-                .sum()
-        } else {
-            layout.size()
+                .zip(restitution.iter())
+                .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start)),
+        );
+        friction_terms.clear();
+        friction_terms.extend(contacts.iter().zip(restitution.iter()).flat_map(
+            |(c, &(_, eps_t))| {
+                (0..c.jacobian.friction_count())
+                    .map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
+            },
+        ));
+        mu.clear();
+        mu.resize(contacts.len(), self.params.mu);
+        let problem = ContactProblem {
+            contacts: &refs,
+            map: self.solver.mass_inverse(),
+            dof: self.model.dof(),
+            free: self.free,
+            normal_terms,
+            friction_terms,
+            relaxed_normal_terms: None,
+            mu,
+            activation,
         };
-        Solved {
-            status: solution.status,
-            residual: solution.residual,
-            pivots: solution.pivots,
-            solves: 1,
-            velocity,
-            contacts,
-            impulses: contact_impulses,
-            lcp_size,
-            largest_island: solution.largest_island,
-            lcp: solution.lcp,
-        }
+        self.solver.solve(&problem, Form::Impact)
     }
-}
-
-/// Lemke from `warm_start` (or cold), its time added to the step's.
-fn timed_lemke(
-    problem: &Lcp,
-    warm_start: Option<Vec<usize>>,
-    timings: &mut StepTimings,
-) -> lcp::LcpSolution {
-    let clock = Instant::now();
-    let options = LemkeOptions {
-        warm_start,
-        ..LemkeOptions::default()
-    };
-    let solution = solve_or_fail(problem, &options);
-    timings.lemke += clock.elapsed();
-    solution
-}
-
-fn report(contact: &Contact, impulse: &ContactImpulse, gap: f64) -> ContactReport {
-    let state = if !impulse.pressed {
-        ContactState::Separating
-    } else if impulse.sliding {
-        ContactState::Slip
-    } else {
-        ContactState::Stick
-    };
-    ContactReport {
-        id: contact.id,
-        gap,
-        normal_impulse: impulse.normal,
-        friction_impulse: impulse.friction,
-        tangential_impulse: impulse.tangential,
-        state,
-        frame: contact.frame.clone(),
-    }
-}
-
-fn velocity_scale(v: &DVector<f64>) -> f64 {
-    v.amax().max(1e-3)
 }
 
 #[cfg(test)]
@@ -600,6 +411,26 @@ mod tests {
     use super::*;
     use crate::scene;
     use std::path::Path;
+
+    /// What the tests read of one contact's impulse: normal, tangential,
+    /// pressed (normal impulse above round-off) and sliding.
+    fn impulses(solved: &Solved, contacts: &[Contact]) -> Vec<(f64, f64, bool, bool)> {
+        let settings = StepSettings::default();
+        let solution = &solved.solution;
+        let impulse_zero = settings.zero * solution.z.amax();
+        let speed_zero = settings.zero * settings.velocity_scale(&solved.free);
+        solution
+            .impulses(contacts)
+            .map(|p| {
+                (
+                    p.normal,
+                    p.tangential,
+                    p.normal > impulse_zero,
+                    p.slip > speed_zero,
+                )
+            })
+            .collect()
+    }
 
     /// NSGS activates contacts inside its sweeps (`Activation`) and ends at
     /// the fixed point of the rounds in one solve: on a small silo pouring
@@ -613,31 +444,34 @@ mod tests {
         let params = &scene.params;
         assert_eq!(params.solver, SolverKind::Nsgs);
         let h = params.dt;
-        let tolerance = StepSettings::default().gap_tolerance * model.length_scale();
+        let settings = StepSettings::default();
+        let tolerance = settings.gap_tolerance * model.length_scale();
         let mut state = scene.initial.clone();
-        let mut stepper = MoreauJean::default();
+        let mut parts = Detached::default();
         let (mut checked, mut joined) = (0, 0);
         for _ in 0..80 {
-            let mut timings = StepTimings::default();
-            stepper.solver.begin_step(params);
+            parts.solver.begin_step(params);
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
-            let solved = stepper.solve(model, params, &q_mid, &state.v, t_mid, h, &mut timings);
-            assert_eq!(solved.status, LcpStatus::Solved, "t = {}", state.t);
-            assert!(
-                solved.solves <= 1,
-                "t = {}: {} solves",
-                state.t,
-                solved.solves
-            );
-            let in_set: std::collections::HashSet<_> =
-                solved.contacts.iter().map(|c| c.id).collect();
+            let mut step = parts.step(model, params, &state, &settings);
+            let solved = solve(&mut step, &q_mid, t_mid, h);
+            let solves = step.solver.solves();
+            let solution = &solved.solution;
+            assert_eq!(solution.status, LcpStatus::Solved, "t = {}", state.t);
+            assert!(solves <= 1, "t = {}: {} solves", state.t, solves);
+            let in_set: std::collections::HashSet<_> = solved
+                .contacts(step.scratch.get())
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| solution.active.as_ref().is_none_or(|a| a[*j]))
+                .map(|(_, c)| c.id)
+                .collect();
             for c in model.contacts(&q_mid, params.friction_edges(), 0.02) {
                 if in_set.contains(&c.id) {
                     joined += usize::from(c.gap > 0.0);
                     continue;
                 }
-                let predicted = c.gap + 0.5 * h * c.jacobian.normal_dot(&solved.velocity);
+                let predicted = c.gap + 0.5 * h * c.jacobian.normal_dot(&solution.velocity);
                 assert!(
                     predicted >= -tolerance,
                     "t = {}: contact {:?} left out closes to {predicted:e}",
@@ -646,8 +480,8 @@ mod tests {
                 );
                 checked += 1;
             }
-            state.q = model.integrate(&q_mid, &solved.velocity, 0.5 * h);
-            state.v = solved.velocity;
+            state.q = model.integrate(&q_mid, &solution.velocity, 0.5 * h);
+            state.v = solved.solution.velocity;
             state.t += h;
         }
         assert!(checked > 1000, "{checked} contacts left out were checked");
@@ -663,59 +497,67 @@ mod tests {
         let model = &scene.model;
         let params = &scene.params;
         let h = params.dt;
+        let settings = StepSettings::default();
         let mut state = scene.initial.clone();
-        let mut stepper = MoreauJean::default();
-        let mut other = MoreauJean::default();
+        let mut parts = Detached::default();
+        let mut other = Detached::default();
         let (mut slides, mut sticks) = (0, 0);
         for _ in 0..3000 {
-            let mut timings = StepTimings::default();
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
-            let planar = stepper.solve(model, params, &q_mid, &state.v, t_mid, h, &mut timings);
-            assert_eq!(planar.status, LcpStatus::Solved);
-            assert!(planar.solves <= 1, "(33) solved by Lemke");
-            if !planar.contacts.is_empty() {
-                let restitution: Vec<(f64, f64)> = planar
-                    .contacts
-                    .iter()
-                    .map(|c| model.restitution(&c.id, params))
-                    .collect();
+            let mut step = parts.step(model, params, &state, &settings);
+            let planar = solve(&mut step, &q_mid, t_mid, h);
+            assert_eq!(planar.solution.status, LcpStatus::Solved);
+            assert!(step.solver.solves() <= 1, "(33) solved by Lemke");
+            let contacts = planar.contacts(step.scratch.get()).to_vec();
+            if !contacts.is_empty() {
                 let force = model.forces(&q_mid, &state.v, t_mid, params);
                 let free = &state.v + model.mass_inverse() * force * h;
-                let pyramid = other.solve_pyramid(
+                let mut step = other.step(model, params, &state, &settings);
+                let mut terms = Terms {
+                    restitution: contacts
+                        .iter()
+                        .map(|c| model.restitution(&c.id, params))
+                        .collect(),
+                    ..Terms::default()
+                };
+                let mut posing = Posing {
                     model,
                     params,
-                    planar.contacts.clone(),
-                    &restitution,
-                    &free,
-                    &state.v,
-                    &mut timings,
-                    None,
-                );
-                assert_eq!(pyramid.status, LcpStatus::Solved);
+                    u_start: &state.v,
+                    free: &free,
+                    solver: &mut step.solver,
+                    lcp_build: &mut step.lcp_build,
+                    terms: &mut terms,
+                };
+                let solution = posing.pyramid(&contacts, None);
+                let pyramid = Solved {
+                    solution,
+                    free,
+                    candidates: false,
+                };
+                assert_eq!(pyramid.solution.status, LcpStatus::Solved);
                 let scale = state.v.amax().max(1.0);
-                let difference = (&planar.velocity - &pyramid.velocity).amax();
+                let difference = (&planar.solution.velocity - &pyramid.solution.velocity).amax();
                 assert!(
                     difference < 1e-9 * scale,
                     "t = {}: (33) {} vs (29) {}",
                     state.t,
-                    planar.velocity,
-                    pyramid.velocity
+                    planar.solution.velocity,
+                    pyramid.solution.velocity
                 );
-                let impulse_scale = planar
-                    .impulses
-                    .iter()
-                    .map(|p| p.normal)
-                    .fold(1e-9, f64::max);
-                for (a, b) in planar.impulses.iter().zip(&pyramid.impulses) {
-                    assert!((a.normal - b.normal).abs() < 1e-7 * impulse_scale);
-                    assert!((a.tangential - b.tangential).abs() < 1e-7 * impulse_scale);
-                    slides += usize::from(a.pressed && a.sliding);
-                    sticks += usize::from(a.pressed && !a.sliding);
+                let (planar_impulses, pyramid_impulses) =
+                    (impulses(&planar, &contacts), impulses(&pyramid, &contacts));
+                let impulse_scale = planar_impulses.iter().map(|p| p.0).fold(1e-9, f64::max);
+                for (a, b) in planar_impulses.iter().zip(&pyramid_impulses) {
+                    assert!((a.0 - b.0).abs() < 1e-7 * impulse_scale);
+                    assert!((a.1 - b.1).abs() < 1e-7 * impulse_scale);
+                    slides += usize::from(a.2 && a.3);
+                    sticks += usize::from(a.2 && !a.3);
                 }
             }
-            state.q = model.integrate(&q_mid, &planar.velocity, 0.5 * h);
-            state.v = planar.velocity;
+            state.q = model.integrate(&q_mid, &planar.solution.velocity, 0.5 * h);
+            state.v = planar.solution.velocity;
             state.t += h;
         }
         assert!(

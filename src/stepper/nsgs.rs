@@ -65,12 +65,12 @@
 use super::assembly::Layout;
 use super::coulomb_cone;
 use super::solve::{Activation, ContactProblem, friction_starts};
+use super::warm::LastImpulses;
 use crate::lcp::{self, LcpStatus, LemkeOptions};
 use crate::model::jacobian::rows_dot;
-use crate::model::{Block, ContactId, ContactJacobian};
+use crate::model::{Block, ContactJacobian};
 use crate::params::CIRCULAR_CONE_DIRECTIONS;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
-use rustc_hash::FxHashMap as HashMap;
 
 /// How NSGS stops: the residual tolerance and the sweep limit, and its
 /// local law.
@@ -204,7 +204,7 @@ struct Local {
 pub fn solve(
     problem: &ContactProblem<'_>,
     w: &[f64],
-    warm: &HashMap<ContactId, Vec<f64>>,
+    warm: &LastImpulses,
     limits: NsgsLimits,
     workspace: &mut Workspace,
 ) -> NsgsSolution {
@@ -264,7 +264,7 @@ fn local_velocity(
 fn solve_cone(
     problem: &ContactProblem<'_>,
     w: &[f64],
-    warm: &HashMap<ContactId, Vec<f64>>,
+    warm: &LastImpulses,
     limits: NsgsLimits,
     workspace: &mut Workspace,
     planar: bool,
@@ -551,7 +551,7 @@ fn cone_residual(cones: &[Cone], arena: &[f64], velocity: &DVector<f64>) -> f64 
 fn solve_pyramid(
     problem: &ContactProblem<'_>,
     w: &[f64],
-    warm: &HashMap<ContactId, Vec<f64>>,
+    warm: &LastImpulses,
     limits: NsgsLimits,
 ) -> NsgsSolution {
     let contacts = problem.contacts;
@@ -593,7 +593,7 @@ fn solve_pyramid(
                         && p.len() == k + 1
                         && p.iter().all(|x| x.is_finite() && *x >= 0.0)
                 })
-                .cloned()
+                .map(<[f64]>::to_vec)
                 .unwrap_or_else(|| vec![0.0; k + 1]);
             Local {
                 k,

@@ -4,30 +4,30 @@
 //! metric of M. Velocities are left alone, so the energy bound of Theorem 2.4
 //! is not disturbed when only dampers are stiff.
 
+use super::settings::StepSettings;
 use crate::model::{Contact, ContactId, Model};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeSet;
 
-/// Gauss–Newton iterations of the projection.
-const PROJECTION_ITERATIONS: usize = 20;
-
 /// Projection of §2.3.4 restricted to equalities (as in the paper's §3): the
 /// nearest q in the metric of M with Θ(q) = 0, and Φ(q) = 0 for the active
 /// contacts that penetrate and for the `holding` ones (normal impulse in the
 /// last solve), by Gauss–Newton steps Δ = −M⁻¹J (JᵀM⁻¹J)⁺ c in velocity
-/// coordinates. Velocities are kept.
+/// coordinates, at most [`StepSettings::projection_iterations`] of them.
+/// Velocities are kept.
 pub fn project(
     model: &Model,
     params: &Params,
+    settings: &StepSettings,
     q: &DVector<f64>,
     active: &BTreeSet<ContactId>,
     holding: &BTreeSet<ContactId>,
 ) -> DVector<f64> {
     let scale = model.length_scale().max(1.0);
-    let reach = 0.05 * model.length_scale();
+    let reach = settings.static_margin(model);
     let mut q = q.clone();
-    for _ in 0..PROJECTION_ITERATIONS {
+    for _ in 0..settings.projection_iterations {
         let joints = model.joint_rows(&q);
         let contacts: Vec<Contact> = model
             .contacts(&q, params.edges, reach)
@@ -53,7 +53,9 @@ pub fn project(
                 &c.jacobian.dense_normal(model.dof()),
             );
         }
-        if !values.iter().all(|x| x.is_finite()) || values.amax() <= 1e-13 * scale {
+        if !values.iter().all(|x| x.is_finite())
+            || values.amax() <= settings.projection_tolerance * scale
+        {
             break;
         }
         let minv_j = super::assembly::apply_mass_inverse(&model.mass_inverse(), &gradients);

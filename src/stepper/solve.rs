@@ -1,6 +1,6 @@
-//! The contact LCP (29) as every scheme solves it: split into independent
-//! islands, warm-started by contact identity, with the fallbacks every scheme
-//! shares.
+//! The contact problem every scheme poses, and the one solver of it: what
+//! a solve gave ([`ContactSolution`], whatever the form and the method), the
+//! warm start by contact identity, and the fallbacks every scheme shares.
 //!
 //! Two contacts are coupled in (29) only through a body they share (the
 //! entries of JᵀWJ are sums over shared body blocks, and Ẽ and μ̃ stay within
@@ -12,33 +12,30 @@
 //! solved by Lemke on the operator [`ContactLcp`] (Lloyd's method,
 //! [`crate::lcp::solve_structured`]), never forming M. A dense W (a
 //! generalized linear system, or Anitescu–Potra's joints' Schur complement)
-//! couples everything and keeps the dense tableau.
+//! couples everything and keeps the dense tableau ([`dense`]); Moreau–Jean's
+//! planar LCP (33) is solved there too.
 
-use super::assembly::{Impulses, Layout};
-use super::contact_lcp::ContactLcp;
+mod dense;
+mod islands;
+mod solution;
+
+pub use dense::{PlanarSolve, Regularized, solve_or_fail, solve_regularized};
+pub(super) use islands::friction_starts;
+pub use islands::{Islands, islands};
+use islands::{frictionless_basis, global_indices};
+pub use solution::{ContactSolution, Failed, Unknowns};
+
+use super::assembly::Layout;
+use super::contact_lcp::{ContactLcp, ContactLcpStorage};
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
-use super::warm::WarmStart;
-use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions, Principal};
+use super::warm::{Form, LastImpulses, WarmStart, normals_only};
+use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{FrictionCone, Params, SolverKind};
 use nalgebra::{DMatrix, DVector};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-
-/// Lemke on an assembled LCP. A rejected warm start is retried cold; a
-/// rejected problem (non-finite data from a diverging state) is a numerical
-/// failure of the step, never a panic.
-pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
-    let cold = || LemkeOptions {
-        warm_start: None,
-        warm_fallback: None,
-        ..options.clone()
-    };
-    lcp::solve(problem, options)
-        .or_else(|_| lcp::solve(problem, &cold()))
-        .unwrap_or_else(|_| failed_solution(problem.size()))
-}
 
 /// [`solve_or_fail`] for an operator.
 fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
@@ -56,7 +53,7 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
         .unwrap_or_else(|_| failed_solution(m.size()))
 }
 
-fn failed_solution(n: usize) -> LcpSolution {
+pub(super) fn failed_solution(n: usize) -> LcpSolution {
     LcpSolution {
         z: DVector::zeros(n),
         w: DVector::zeros(n),
@@ -68,29 +65,22 @@ fn failed_solution(n: usize) -> LcpSolution {
     }
 }
 
-/// How a [`solve_regularized`] call ended: the solution, the LCP it solves
-/// when a fallback produced it, and the ladder level that solved it (0: the
-/// problem itself; i: the i-th regularization), to start the next step at.
-pub struct Regularized {
-    /// Lemke's result (pivots count every attempt).
-    pub solution: LcpSolution,
-    /// The regularized LCP the solution solves, when it is not `problem`.
-    pub fallback: Option<Lcp>,
-    /// The level that solved it (or the last one tried).
-    pub level: usize,
-}
-
 /// One attempt of the regularization ladder: the level (0: none), whether
 /// the scheme's relaxed right-hand side is used, and whether the warm start
 /// is given.
-type Attempt = (usize, bool, bool);
+pub(super) type Attempt = (usize, bool, bool);
 
 /// The attempts of the ladder for an LCP of `size` unknowns whose previous
 /// solve needed level `first`: that level on the problem itself (warm) when
 /// the LCP has at least [`StepSettings::remember_regularization_from`]
 /// unknowns, then the problem itself (warm), then each level on the relaxed
 /// problem (cold).
-fn ladder(size: usize, levels: usize, settings: &StepSettings, first: usize) -> Vec<Attempt> {
+pub(super) fn ladder(
+    size: usize,
+    levels: usize,
+    settings: &StepSettings,
+    first: usize,
+) -> Vec<Attempt> {
     let first = if size >= settings.remember_regularization_from {
         first.min(levels)
     } else {
@@ -102,67 +92,6 @@ fn ladder(size: usize, levels: usize, settings: &StepSettings, first: usize) -> 
         .chain(std::iter::once((0, false, true)))
         .chain((1..=levels).map(|l| (l, true, false)))
         .collect()
-}
-
-/// Lemke on `problem` and, while it is not solved, on `relaxed` (the same LCP
-/// with the scheme's own relaxation, or `problem` again) with a compliance of
-/// each [`StepSettings::regularization`] times the largest diagonal entry
-/// added to the first `blocks` diagonal entries (those of JᵀM⁻¹J).
-///
-/// Dependent normals (a box held by more contacts than it has freedoms) make
-/// the tableau's bases nearly singular; the compliance, far below anything
-/// visible, separates the dependent rows. A settled pile of boxes needs it on
-/// every step, and a failed unregularized attempt costs a cold start of
-/// thousands of pivots, so a first attempt adds the compliance of level
-/// `first` (the level that solved the previous step) to `problem` itself, when it
-/// has at least [`StepSettings::remember_regularization_from`] unknowns,
-/// warm; only if that fails does the ladder run from the bottom. The
-/// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
-/// itself when the warm start fails), the relaxed ones cold.
-pub fn solve_regularized(
-    problem: &Lcp,
-    relaxed: Option<&Lcp>,
-    blocks: usize,
-    options: &LemkeOptions,
-    settings: &StepSettings,
-    first: usize,
-) -> Regularized {
-    let cold = LemkeOptions::default();
-    let mut pivots = 0;
-    let mut last = None;
-    let levels = settings.regularization.len();
-    for (level, relax, warm) in ladder(problem.size(), levels, settings, first) {
-        let options = if warm { options } else { &cold };
-        let (candidate, fallback) = if level == 0 {
-            (solve_or_fail(problem, options), None)
-        } else {
-            let base = if relax {
-                relaxed.unwrap_or(problem)
-            } else {
-                problem
-            };
-            let mut next = base.clone();
-            let regularization = settings.regularization[level - 1] * next.m.diagonal().amax();
-            for i in 0..blocks {
-                next.m[(i, i)] += regularization;
-            }
-            (solve_or_fail(&next, options), Some(next))
-        };
-        pivots += candidate.pivots;
-        let solved = candidate.status == LcpStatus::Solved;
-        last = Some(Regularized {
-            solution: LcpSolution {
-                pivots,
-                ..candidate
-            },
-            fallback,
-            level,
-        });
-        if solved {
-            break;
-        }
-    }
-    last.unwrap_or_else(|| unreachable!("the ladder has at least level 0"))
 }
 
 /// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
@@ -218,68 +147,84 @@ pub struct Activation<'a> {
     pub tolerance: f64,
 }
 
-/// What solving a [`ContactProblem`] gave, laid out as (29) over all its
-/// contacts.
-#[derive(Debug, Clone)]
-pub struct ContactSolution {
-    /// How it ended: `Solved` when every island was solved, else the status
-    /// of the first island that was not.
-    pub status: LcpStatus,
-    /// The largest relative residual over the islands.
-    pub residual: f64,
-    /// Lemke pivots over every island and every attempt.
-    pub pivots: usize,
-    /// The block layout.
-    pub layout: Layout,
-    /// z = (β̃, c̃_n, λ̃), impulses in N·s.
-    pub z: DVector<f64>,
-    /// w = (ρ̃, σ̃, ζ̃).
-    pub w: DVector<f64>,
-    /// W J z: the velocity change of the contact impulses.
-    pub velocity_change: DVector<f64>,
-    /// Independent LCPs solved.
-    pub islands: usize,
-    /// Size of the largest of them.
-    pub largest_island: usize,
-    /// NSGS sweeps (0 for Lemke).
-    pub sweeps: usize,
-    /// Which contacts took part, when the problem asked for
-    /// [`ContactProblem::activation`] (the others carry no impulse).
-    pub active: Option<Vec<bool>>,
-    /// The LCP solved (block-diagonal over the islands, each with the
-    /// regularization and right-hand side that solved it), when kept.
-    pub lcp: Option<Lcp>,
-}
-
 /// The solver of [`ContactProblem`]s and what it remembers between steps:
 /// the bases by contact identity and the regularization that the islands
 /// needed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContactSolver {
+    /// The bases of the last solve by contact identity, for every form.
     warm: WarmStart,
-    /// The impulses of the last solve in which each contact took part (row
-    /// 0: c_n, row i ≥ 1: βᵢ), the centre of the proximal shift.
-    impulses: HashMap<ContactId, Vec<f64>>,
+    /// The impulses of the last solve in which each contact took part, the
+    /// centre of the proximal shift and NSGS's warm start.
+    impulses: LastImpulses,
     /// The ladder level that solved each body's island last time, by the
     /// body's first velocity index.
     levels: HashMap<usize, usize>,
     /// The level that solved the last dense LCP.
     dense_level: usize,
     /// Keep each solve's LCP (for `--dump-lcp`).
+    #[serde(skip)]
     pub keep_lcp: bool,
     /// Solve by NSGS within these limits instead of Lemke (rigid bodies,
-    /// block-diagonal W); set by the stepper from the parameters each step.
+    /// block-diagonal W); set from the parameters each step.
     #[serde(skip)]
     pub nsgs: Option<NsgsLimits>,
     /// NSGS sweeps since [`Self::begin_step`].
     #[serde(skip)]
     sweeps: usize,
-    /// NSGS's buffers, reused from step to step.
-    #[serde(skip)]
-    workspace: nsgs::Workspace,
+}
+
+/// What the solver reuses from solve to solve; not memory (a solve's result
+/// does not depend on it), kept by the stepper apart from the checkpoints.
+#[derive(Debug, Clone, Default)]
+pub struct SolveBuffers {
+    /// NSGS's buffers.
+    nsgs: nsgs::Workspace,
+    /// The islands of a problem.
+    islands: Islands,
+    /// The storage of an island's operator.
+    lcp: ContactLcpStorage,
+    /// What the solve records, swapped into the solver's memory when every
+    /// island is solved: the bases, the impulses and the ladder levels.
+    warm: WarmStart,
+    impulses: LastImpulses,
+    levels: HashMap<usize, usize>,
+    /// An island's contacts' identities, friction directions and μ.
+    ids: Vec<ContactId>,
+    friction: Vec<usize>,
+    mu: Vec<f64>,
+    /// The first friction row of each contact, and an island's indices in
+    /// the whole layout.
+    starts: Vec<usize>,
+    global_of: Vec<usize>,
+    /// The velocity blocks of an island's bodies.
+    blocks: Vec<usize>,
+    /// An island's right-hand sides (the scheme's and the relaxed one), the
+    /// proximal centre and the equilibration.
+    q: Vec<f64>,
+    relaxed: Vec<f64>,
+    centre: Vec<f64>,
+    scale: Vec<f64>,
 }
 
 impl ContactSolver {
+    /// A solver's memory as a snapshot kept it: the warm start, the last
+    /// impulses by contact, the ladder levels by body and of the dense LCP.
+    pub fn restored(
+        warm: WarmStart,
+        impulses: LastImpulses,
+        levels: HashMap<usize, usize>,
+        dense_level: usize,
+    ) -> Self {
+        Self {
+            warm,
+            impulses,
+            levels,
+            dense_level,
+            ..Self::default()
+        }
+    }
+
     /// Takes the solver of the coming step from `params` (Lemke, or NSGS
     /// with its tolerance and sweep limit) and zeroes its sweep count.
     pub fn begin_step(&mut self, params: &Params) {
@@ -305,26 +250,29 @@ impl ContactSolver {
     }
 
     /// Solves `problem`, posed in formulation `form` (a tag for the warm
-    /// start: a basis is reused only in the same formulation). Without a
-    /// previous basis, `frictionless_start` starts Lemke from the basis of the
-    /// frictionless problem (Lloyd §4: the contacts that push without
-    /// friction are the likely active set; friction variables enter from
-    /// there).
+    /// start: a basis is reused only in the same formulation; the form also
+    /// chooses the method, see [`Form`]). The velocity of the solution is
+    /// v* + W J z.
     pub fn solve(
         &mut self,
         problem: &ContactProblem<'_>,
-        form: u32,
-        frictionless_start: bool,
+        form: Form,
         settings: &StepSettings,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
         match problem.map {
             MassInverse::Diagonal(w) => match self.nsgs {
-                Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits),
-                None => {
-                    self.solve_islands(problem, w.as_slice(), form, frictionless_start, settings)
-                }
+                Some(limits) => self.solve_nsgs(problem, w.as_slice(), limits, buffers),
+                None => self.solve_islands(
+                    problem,
+                    w.as_slice(),
+                    form,
+                    form.frictionless_start(),
+                    settings,
+                    buffers,
+                ),
             },
-            MassInverse::Dense(_) => self.solve_dense(problem, form, frictionless_start, settings),
+            MassInverse::Dense(_) => self.solve_dense(problem, form, settings),
         }
     }
 
@@ -341,31 +289,45 @@ impl ContactSolver {
         problem: &ContactProblem<'_>,
         w: &[f64],
         limits: NsgsLimits,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
-        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut self.workspace);
+        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
         self.sweeps += solved.sweeps;
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
             self.impulses.clear();
-            self.impulses
-                .extend(problem.contacts.iter().enumerate().map(|(j, c)| {
-                    let k = c.jacobian.friction_count();
-                    let mut z = vec![solved.z[layout.normal(j)]];
-                    z.extend((0..k).map(|i| solved.z[starts[j] + i]));
-                    (c.id, z)
-                }));
+            for (j, c) in problem.contacts.iter().enumerate() {
+                let k = c.jacobian.friction_count();
+                let beta = (0..k).map(|i| solved.z[starts[j] + i]);
+                self.impulses.insert(
+                    c.id,
+                    std::iter::once(solved.z[layout.normal(j)]).chain(beta),
+                );
+            }
             // A later Lemke solve starts afresh.
             self.warm.clear();
         }
+        // The size of (29) over the contacts that took part (k + 2 unknowns
+        // a contact).
+        let lcp_size = solved.active.as_ref().map_or(layout.size(), |active| {
+            problem
+                .contacts
+                .iter()
+                .zip(active)
+                .filter(|(_, on)| **on)
+                .map(|(c, _)| c.jacobian.friction_count() + 2)
+                .sum()
+        });
         ContactSolution {
             status: solved.status,
             residual: solved.residual,
             pivots: 0,
-            layout,
+            unknowns: Unknowns::Pyramid(layout),
             z: solved.z,
             w: solved.w,
-            velocity_change: solved.velocity_change,
+            velocity: problem.free + solved.velocity_change,
+            lcp_size,
             islands: usize::from(layout.size() > 0),
             largest_island: layout.size(),
             sweeps: solved.sweeps,
@@ -375,16 +337,24 @@ impl ContactSolver {
     }
 
     /// The right-hand side of (29) for contacts `members` of `problem`, laid
-    /// out by `lcp`: Jᵀv* plus the scheme's terms.
+    /// out by `lcp`, into `q`: Jᵀv* plus the scheme's terms `normal_terms`
+    /// and `problem.friction_terms`.
     fn rhs(
         problem: &ContactProblem<'_>,
         lcp: &ContactLcp<'_>,
         members: &[usize],
         starts: &[usize],
-        free_part: &DVector<f64>,
         normal_terms: &[f64],
-    ) -> DVector<f64> {
-        let mut q = free_part.clone();
+        q: &mut Vec<f64>,
+    ) {
+        q.clear();
+        q.resize(lcp.layout.size(), 0.0);
+        for (local, &j) in members.iter().enumerate() {
+            let c = problem.contacts[j];
+            for r in 0..=c.jacobian.friction_count() {
+                q[lcp.index(local, r)] = c.jacobian.dot(r, problem.free);
+            }
+        }
         let mut row = 0;
         for (local, &j) in members.iter().enumerate() {
             q[lcp.layout.normal(local)] += normal_terms[j];
@@ -396,29 +366,37 @@ impl ContactSolver {
             }
             row += k;
         }
-        q
     }
 
     fn solve_islands(
         &mut self,
         problem: &ContactProblem<'_>,
         w: &[f64],
-        form: u32,
+        form: Form,
         frictionless_start: bool,
         settings: &StepSettings,
+        buffers: &mut SolveBuffers,
     ) -> ContactSolution {
         let contacts = problem.contacts;
         let layout = Layout::of(contacts);
-        let starts = friction_starts(contacts);
+        let starts = &mut buffers.starts;
+        starts.clear();
+        starts.extend(contacts.iter().scan(0, |row, c| {
+            let start = *row;
+            *row += c.jacobian.friction_count();
+            Some(start)
+        }));
+        let starts = &buffers.starts;
         let size = layout.size();
         let mut solution = ContactSolution {
             status: LcpStatus::Solved,
             residual: 0.0,
             pivots: 0,
-            layout,
+            unknowns: Unknowns::Pyramid(layout),
             z: DVector::zeros(size),
             w: DVector::zeros(size),
-            velocity_change: DVector::zeros(problem.dof),
+            velocity: problem.free.clone(),
+            lcp_size: size,
             islands: 0,
             largest_island: 0,
             sweeps: 0,
@@ -428,42 +406,49 @@ impl ContactSolver {
             }),
             active: None,
         };
-        let mut recorded = Vec::new();
-        let mut levels = HashMap::default();
-        let mut impulses = HashMap::default();
-        for members in islands(contacts) {
+        let mut velocity_change = DVector::zeros(problem.dof);
+        // What this solve records, kept only when every island is solved.
+        buffers.warm.begin(form);
+        buffers.impulses.clear();
+        buffers.levels.clear();
+        buffers.islands.find(contacts);
+        for g in 0..buffers.islands.len() {
+            let members = buffers.islands.get(g);
             let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
-            let mu: Vec<f64> = members.iter().map(|&j| problem.mu[j]).collect();
-            let mut lcp = ContactLcp::new(jacobians, w, &mu);
+            buffers.mu.clear();
+            buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
+            let storage = std::mem::take(&mut buffers.lcp);
+            let mut lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
             let local = lcp.layout;
-            let global_of = global_indices(&members, contacts, &starts, layout);
-            let free_part = lcp.transpose_times(problem.free);
-            let q = Self::rhs(
-                problem,
-                &lcp,
-                &members,
-                &starts,
-                &free_part,
-                problem.normal_terms,
+            global_indices(members, contacts, starts, layout, &mut buffers.global_of);
+            let global_of = &buffers.global_of;
+            let mut q = std::mem::take(&mut buffers.q);
+            Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
+            let q = DVector::from_vec(q);
+            let relaxed = problem.relaxed_normal_terms.map(|terms| {
+                let mut relaxed = std::mem::take(&mut buffers.relaxed);
+                Self::rhs(problem, &lcp, members, starts, terms, &mut relaxed);
+                DVector::from_vec(relaxed)
+            });
+            let ids = &mut buffers.ids;
+            ids.clear();
+            ids.extend(members.iter().map(|&j| contacts[j].id));
+            let friction = &mut buffers.friction;
+            friction.clear();
+            friction.extend(
+                members
+                    .iter()
+                    .map(|&j| contacts[j].jacobian.friction_count()),
             );
-            let relaxed = problem
-                .relaxed_normal_terms
-                .map(|terms| Self::rhs(problem, &lcp, &members, &starts, &free_part, terms));
-            let ids: Vec<ContactId> = members.iter().map(|&j| contacts[j].id).collect();
-            let friction: Vec<usize> = members
-                .iter()
-                .map(|&j| contacts[j].jacobian.friction_count())
-                .collect();
-            let warm_start = self.warm.basis(form, &ids, &friction, local);
-            // Should the mapped basis end on a ray, its normal impulses alone.
-            let normals = local.friction..local.friction + local.contacts;
-            let warm_fallback = warm_start
-                .as_ref()
-                .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
+            let warm_start = self.warm.basis(form, ids, friction, local);
+            let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
-            let scale: Vec<f64> = lcp
-                .scale()
-                .map_or_else(|| vec![1.0; local.size()], <[f64]>::to_vec);
+            let mut scale = std::mem::take(&mut buffers.scale);
+            scale.clear();
+            match lcp.scale() {
+                Some(s) => scale.extend_from_slice(s),
+                None => scale.resize(local.size(), 1.0),
+            }
             let scaled = |v: &DVector<f64>| DVector::from_fn(v.len(), |i, _| v[i] * scale[i]);
             let warm_start = warm_start.or_else(|| {
                 frictionless_start
@@ -475,10 +460,13 @@ impl ContactSolver {
                 warm_fallback,
                 ..LemkeOptions::default()
             };
-            let blocks: Vec<usize> = members
-                .iter()
-                .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start))
-                .collect();
+            let blocks = &mut buffers.blocks;
+            blocks.clear();
+            blocks.extend(
+                members
+                    .iter()
+                    .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start)),
+            );
             let first = blocks
                 .iter()
                 .filter_map(|b| self.levels.get(b))
@@ -487,7 +475,10 @@ impl ContactSolver {
                 .unwrap_or(0);
             // The proximal centre: the impulses these contacts had in the
             // last solve, laid out as this island's LCP.
-            let mut centre = DVector::zeros(local.size());
+            let mut centre = std::mem::take(&mut buffers.centre);
+            centre.clear();
+            centre.resize(local.size(), 0.0);
+            let mut centre = DVector::from_vec(centre);
             for (local_j, &j) in members.iter().enumerate() {
                 let c = contacts[j];
                 if let Some(previous) = self.impulses.get(&c.id)
@@ -550,8 +541,8 @@ impl ContactSolver {
             solution.largest_island = solution.largest_island.max(local.size());
             solution.pivots += pivots;
             solution.residual = solution.residual.max(island.residual);
-            for &b in &blocks {
-                levels.insert(b, level);
+            for &b in blocks.iter() {
+                buffers.levels.insert(b, level);
             }
             if let Some(dump) = solution.lcp.as_mut() {
                 let dense = lcp.to_dense();
@@ -564,6 +555,13 @@ impl ContactSolver {
                     }
                 }
             }
+            // The island's buffers go back for the next one.
+            buffers.q = q.data.into();
+            if let Some(relaxed) = relaxed {
+                buffers.relaxed = relaxed.data.into();
+            }
+            buffers.centre = centre.data.into();
+            buffers.scale = scale;
             if island.status != LcpStatus::Solved {
                 solution.status = island.status;
                 break;
@@ -572,198 +570,24 @@ impl ContactSolver {
                 solution.z[g] = island.z[i];
                 solution.w[g] = island.w[i];
             }
-            lcp.add_velocity_change(&island.z, &mut solution.velocity_change);
+            lcp.add_velocity_change(&island.z, &mut velocity_change);
             for (local_j, &j) in members.iter().enumerate() {
                 let rows = contacts[j].jacobian.friction_count() + 1;
-                impulses.insert(
+                buffers.impulses.insert(
                     contacts[j].id,
-                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]).collect(),
+                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]),
                 );
             }
-            recorded.push((ids, friction, local, island.basis));
+            buffers.warm.add(ids, friction, local, &island.basis);
+            buffers.lcp = lcp.into_storage();
         }
         if solution.status == LcpStatus::Solved {
-            self.impulses = impulses;
-            self.levels = levels;
-            self.warm.begin(form);
-            for (ids, friction, local, basis) in recorded {
-                self.warm.add(&ids, &friction, local, &basis);
-            }
+            std::mem::swap(&mut self.impulses, &mut buffers.impulses);
+            std::mem::swap(&mut self.levels, &mut buffers.levels);
+            std::mem::swap(&mut self.warm, &mut buffers.warm);
         }
+        // v* + W J z, the impulses summed before v* is added.
+        solution.velocity += &velocity_change;
         solution
     }
-
-    fn solve_dense(
-        &mut self,
-        problem: &ContactProblem<'_>,
-        form: u32,
-        frictionless_start: bool,
-        settings: &StepSettings,
-    ) -> ContactSolution {
-        let contacts = problem.contacts;
-        let impulses = Impulses::new(contacts, problem.map, problem.dof);
-        let layout = impulses.layout;
-        let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
-        let nb = layout.friction;
-        for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
-            lcp.q[i] += term;
-        }
-        let relaxed = problem.relaxed_normal_terms.map(|terms| {
-            let mut relaxed = lcp.clone();
-            for (j, (term, own)) in terms.iter().zip(problem.normal_terms).enumerate() {
-                relaxed.q[layout.normal(j)] += term - own;
-            }
-            relaxed
-        });
-        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
-        let friction: Vec<usize> = contacts
-            .iter()
-            .map(|c| c.jacobian.friction_count())
-            .collect();
-        let warm_start = self.warm.basis(form, &ids, &friction, layout);
-        let normals = layout.friction..layout.friction + layout.contacts;
-        let warm_fallback = warm_start
-            .as_ref()
-            .map(|b| b.iter().copied().filter(|i| normals.contains(i)).collect());
-        let warm_start = warm_start.or_else(|| {
-            frictionless_start
-                .then(|| frictionless_basis(&lcp.m, &lcp.q, layout, false))
-                .flatten()
-        });
-        let options = LemkeOptions {
-            warm_start,
-            warm_fallback,
-            ..LemkeOptions::default()
-        };
-        let regularized = solve_regularized(
-            &lcp,
-            relaxed.as_ref(),
-            layout.friction + layout.contacts,
-            &options,
-            settings,
-            self.dense_level,
-        );
-        self.dense_level = regularized.level;
-        let island = regularized.solution;
-        if island.status == LcpStatus::Solved {
-            self.warm
-                .record(form, &ids, &friction, layout, &island.basis);
-        }
-        let velocity_change = impulses.velocity_change(&island.z);
-        ContactSolution {
-            status: island.status,
-            residual: island.residual,
-            pivots: island.pivots,
-            layout,
-            z: island.z,
-            w: island.w,
-            velocity_change,
-            islands: 1,
-            largest_island: layout.size(),
-            sweeps: 0,
-            lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
-            active: None,
-        }
-    }
-}
-
-/// The first friction row of each contact in (29).
-pub(super) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
-    let mut starts = Vec::with_capacity(contacts.len());
-    let mut row = 0;
-    for c in contacts {
-        starts.push(row);
-        row += c.jacobian.friction_count();
-    }
-    starts
-}
-
-/// For each index of an island's LCP, its index in the whole problem's layout.
-fn global_indices(
-    members: &[usize],
-    contacts: &[&Contact],
-    starts: &[usize],
-    global: Layout,
-) -> Vec<usize> {
-    let mut out = Vec::new();
-    // The island's friction rows are its contacts' in order, then its
-    // normals, then its λ's.
-    for &j in members {
-        out.extend(starts[j]..starts[j] + contacts[j].jacobian.friction_count());
-    }
-    out.extend(members.iter().map(|&j| global.normal(j)));
-    out.extend(members.iter().map(|&j| global.lambda(j)));
-    out
-}
-
-/// The contacts grouped into islands: the connected components of the graph
-/// whose vertices are the bodies' velocity blocks and whose edges are the
-/// contacts (a contact with a static surface touches one block). Islands
-/// come in the order of their first contact, contacts in their order.
-pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
-    let mut index: HashMap<usize, usize> = HashMap::default();
-    let mut parent: Vec<usize> = Vec::new();
-    fn find(parent: &mut [usize], mut x: usize) -> usize {
-        while parent[x] != x {
-            parent[x] = parent[parent[x]];
-            x = parent[x];
-        }
-        x
-    }
-    let mut first_block = Vec::with_capacity(contacts.len());
-    for c in contacts {
-        let mut roots = Vec::with_capacity(2);
-        for b in c.jacobian.blocks() {
-            let id = *index.entry(b.start).or_insert_with(|| {
-                parent.push(parent.len());
-                parent.len() - 1
-            });
-            roots.push(id);
-        }
-        if let [a, b] = roots[..] {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            if ra != rb {
-                parent[ra.max(rb)] = ra.min(rb);
-            }
-        }
-        first_block.push(roots[0]);
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<usize, usize> = HashMap::default();
-    for (j, &block) in first_block.iter().enumerate() {
-        let root = find(&mut parent, block);
-        let g = *group_of.entry(root).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[g].push(j);
-    }
-    groups
-}
-
-/// The basis of the frictionless LCP (ñᵀWñ c̃_n + q_n ≥ 0 ⊥ c̃_n ≥ 0, the c̃_n
-/// block of (29) with β̃ = 0) as indices of (29): the normals that push.
-/// `None` when it is not solved or no normal pushes.
-fn frictionless_basis<M: LcpMatrix + ?Sized>(
-    m: &M,
-    q: &DVector<f64>,
-    layout: Layout,
-    structured: bool,
-) -> Option<Vec<usize>> {
-    let (start, p) = (layout.friction, layout.contacts);
-    if p == 0 {
-        return None;
-    }
-    let indices: Vec<usize> = (start..start + p).collect();
-    let q_n = q.rows(start, p).into_owned();
-    let options = LemkeOptions::default();
-    let solution = if structured {
-        lcp::solve_structured(&Principal::new(m, indices), &q_n, &options)
-    } else {
-        let dense = DMatrix::from_fn(p, p, |i, j| m.entry(start + i, start + j));
-        lcp::solve(&Lcp { m: dense, q: q_n }, &options)
-    }
-    .ok()?;
-    (solution.status == LcpStatus::Solved && !solution.basis.is_empty())
-        .then(|| solution.basis.iter().map(|&i| start + i).collect())
 }

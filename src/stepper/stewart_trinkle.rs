@@ -15,112 +15,115 @@
 //!   solved again;
 //! - the nonlinear version (§3.6) repeats the solve with n, D re-evaluated at the
 //!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized);
-//!   whatever `ncp_iterations` says, up to `GAP_ITERATIONS` are taken while the
-//!   step ends more than `GAP_TOLERANCE` (relative to the body size) inside.
+//!   whatever `ncp_iterations` says, up to [`StepSettings::gap_iterations`]
+//!   are taken while the step ends more than [`StepSettings::gap_tolerance`]
+//!   (relative to the body size) inside.
 
-use super::assembly::Layout;
-use super::report;
+use super::driver::{Advance, Scheme};
+use super::report::EndGap;
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolver};
-use super::{ContactReport, StepReport, StepTimings};
-use crate::lcp::{Lcp, LcpStatus};
-use crate::model::{Contact, ContactId, Model, Other, State};
-use crate::params::Params;
+use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::step::{Solver, Step};
+use super::warm::Form;
+use crate::model::{Block, Contact, ContactId, ContactSet, Other};
 use nalgebra::{DVector, Vector3};
-use rustc_hash::FxHashMap as HashMap;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use std::time::Instant;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// Indices of the candidates that stand in for required contacts that came
-/// back under another feature (a sphere passing from a box's face to its
-/// edge): for each body pair with a required contact not among `known`, the
-/// pair's candidate with the smallest predicted gap. Without them the
-/// iterations alternate between the two features and one ends deep inside.
-fn stand_ins(
-    candidates: &[Contact],
-    predicted: &[f64],
-    required: &BTreeSet<ContactId>,
-    known: &BTreeSet<ContactId>,
-) -> BTreeSet<usize> {
-    let vanished: BTreeSet<(usize, Other)> = required
-        .iter()
-        .filter(|id| !known.contains(id))
-        .map(|id| (id.a, id.b))
-        .collect();
-    let mut nearest: HashMap<(usize, Other), (usize, f64)> = HashMap::default();
-    for (i, (c, &gap)) in candidates.iter().zip(predicted).enumerate() {
-        let pair = (c.id.a, c.id.b);
-        if vanished.contains(&pair) {
-            let best = nearest.entry(pair).or_insert((i, gap));
-            if gap < best.1 {
-                *best = (i, gap);
-            }
-        }
-    }
-    nearest.values().map(|&(i, _)| i).collect()
+/// The Stewart–Trinkle scheme (its memory, the active set and the warm
+/// start, is the driver's).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StewartTrinkle;
+
+/// What a step keeps from one iteration of §3.6 to the next, and the
+/// buffers it fills, kept between steps.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The contacts at qˡ.
+    start: ContactSet,
+    /// Their gaps by identity and by body pair ([`StartGaps`]).
+    start_by_id: HashMap<ContactId, f64>,
+    start_by_pair: Vec<PointGap>,
+    /// The candidates of an iteration: the contacts at q̂ as secants, then
+    /// those of qˡ that q̂ no longer shows.
+    candidates: ContactSet,
+    /// Their gaps predicted at q̂, m.
+    predicted: Vec<f64>,
+    /// Identities found at q̂, and among the candidates.
+    at_prediction: HashSet<ContactId>,
+    known: HashSet<ContactId>,
+    /// The contacts every iteration must keep.
+    required: HashSet<ContactId>,
+    /// The contacts of a round's solve.
+    chosen: HashSet<ContactId>,
+    /// Which candidates stand in for vanished required contacts.
+    stand_ins: StandIns,
+    /// The candidates a round selects.
+    selected: Vec<usize>,
+    /// The gaps at qˡ⁺¹ of the round just solved.
+    round_gaps: Vec<(ContactId, f64)>,
+    /// The contacts and end gaps of the latest iterate and of the best one.
+    latest: ContactSet,
+    latest_gaps: Vec<(ContactId, f64)>,
+    best: ContactSet,
+    best_gaps: Vec<(ContactId, f64)>,
+    /// The right-hand-side terms of (29): γ/h, the relaxed max(γ, 0)/h, μ.
+    gap_terms: Vec<f64>,
+    clamped: Vec<f64>,
+    mu: Vec<f64>,
+    anderson: Anderson,
 }
 
-/// The stepper and what it remembers between steps: the active set and the last
-/// LCP basis (a warm start when the same contacts are active again).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StewartTrinkle {
-    active: BTreeSet<ContactId>,
-    /// The LCP solver with its warm start by contact identity.
-    pub solver: ContactSolver,
-    /// Tolerances and iteration limits.
-    pub settings: StepSettings,
+/// One iterate of §3.6: the solve, qˡ⁺¹ and the deepest gap at qˡ⁺¹ (its
+/// contacts and end gaps are in the scratch's `latest` and `best`).
+struct Iterate {
+    solved: ContactSolution,
+    q: DVector<f64>,
+    deepest: f64,
 }
 
-impl StewartTrinkle {
-    /// Forgets the active set and warm start (after a reset or a scene change).
-    pub fn clear(&mut self) {
-        self.active.clear();
-        self.solver.clear();
-    }
-
-    /// Advances `state` by one step of `params.dt`. When the LCP is not solved the
-    /// state is left unchanged and the report carries the status.
-    pub fn step(&mut self, model: &Model, params: &Params, state: &mut State) -> StepReport {
-        let start = Instant::now();
-        let mut timings = StepTimings::default();
+impl Scheme for StewartTrinkle {
+    fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
+        let (model, params, state, settings) = (step.model, step.params, step.state, step.settings);
+        let sc = step.scratch.get::<Scratch>();
         let h = params.dt;
-        self.solver.begin_step(params);
         // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
-        let margin = self.settings.contact_margin(model, &state.v, h);
+        let margin = settings.contact_margin(model, &state.v, h);
 
-        let clock = Instant::now();
-        let start_contacts = model.contacts(&state.q, params.friction_edges(), margin);
-        let start_gaps = StartGaps::new(&start_contacts);
-        timings.geometry += clock.elapsed();
+        step.geometry.contacts(&state.q, margin, &mut sc.start);
+        let start_gaps = StartGaps::new(
+            sc.start.as_slice(),
+            &mut sc.start_by_id,
+            &mut sc.start_by_pair,
+        );
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
-        let mut pivots = 0;
-        let mut solves = 0;
         let mut result = None;
         let mut best: Option<Iterate> = None;
         let mut previous_deepest = f64::NEG_INFINITY;
-        let mut anderson = Anderson::default();
+        sc.anderson.clear();
         let asked = params.ncp_iterations.max(1);
         // The contacts every iteration must keep: the previous step's active set,
         // then every contact an earlier iteration had to include. Without the
         // memory, a contact that one iteration resolved is no longer violated at
         // the next q̂, drops out, and is violated again: the iterations oscillate.
-        let mut required = self.active.clone();
+        sc.required.clear();
+        sc.required.extend(step.active.iter().copied());
         let length = model.length_scale();
-        for iteration in 0..asked.max(self.settings.gap_iterations) {
-            let clock = Instant::now();
-            let found = model.contacts(&q_hat, params.friction_edges(), margin);
+        for iteration in 0..asked.max(settings.gap_iterations) {
+            step.geometry.contacts(&q_hat, margin, &mut sc.candidates);
             // f(q̂): which contacts the prediction violates.
-            let mut predicted: Vec<f64> = found.iter().map(|c| c.gap).collect();
-            let at_prediction: BTreeSet<ContactId> = found.iter().map(|c| c.id).collect();
-            let mut candidates: Vec<Contact> = found
-                .into_iter()
-                .map(|c| secant_contact(c, &start_gaps, &v_hat, h, model.length_scale()))
-                .collect();
+            sc.predicted.clear();
+            sc.predicted
+                .extend(sc.candidates.as_slice().iter().map(|c| c.gap));
+            sc.at_prediction.clear();
+            sc.at_prediction
+                .extend(sc.candidates.as_slice().iter().map(|c| c.id));
+            for c in sc.candidates.as_mut_slice() {
+                secant_contact(c, &start_gaps, &v_hat, h, length, settings);
+            }
             // The contacts of qˡ that q̂ no longer shows, linearized at qˡ
             // (f(qˡ) + h nᵀvˡ⁺¹ ≥ 0, γ = f(qˡ)/h ≥ 0 as the energy bound
             // needs). Two boxes that approach corner to face can report, at
@@ -129,234 +132,235 @@ impl StewartTrinkle {
             // millimetres into each other. A contact that q̂ shows under
             // another feature id (exactly aligned boxes, whose coinciding
             // corners parry names either way) is not added twice.
-            for c in &start_contacts {
-                if !at_prediction.contains(&c.id) && !shown_elsewhere(c, &candidates, length) {
-                    predicted.push(c.gap + h * c.jacobian.normal_dot(&v_hat));
-                    candidates.push(c.clone());
+            for c in sc.start.as_slice() {
+                if !sc.at_prediction.contains(&c.id)
+                    && !shown_elsewhere(c, sc.candidates.as_slice(), length)
+                {
+                    sc.predicted.push(c.gap + h * c.jacobian.normal_dot(&v_hat));
+                    sc.candidates.push_copy(c);
                 }
             }
-            timings.geometry += clock.elapsed();
-            let known: BTreeSet<ContactId> = candidates.iter().map(|c| c.id).collect();
+            sc.known.clear();
+            sc.known
+                .extend(sc.candidates.as_slice().iter().map(|c| c.id));
             // The rounds below add only known contacts to `required`, so the
             // stand-ins for vanished ones are fixed for this iteration.
-            let stand_ins = stand_ins(&candidates, &predicted, &required, &known);
-            for round in 0..self.settings.active_set_rounds.max(1) {
-                let selected: Vec<&Contact> = candidates
-                    .iter()
-                    .zip(&predicted)
-                    .enumerate()
-                    .filter(|(i, (c, gap))| {
-                        **gap <= 0.0 || required.contains(&c.id) || stand_ins.contains(i)
-                    })
-                    .map(|(_, (c, _))| c)
-                    .collect();
-                let solved = self.solve(model, params, &selected, &free, &mut timings);
-                pivots += solved.pivots;
-                solves += 1;
-                if solved.status != LcpStatus::Solved {
-                    return self
-                        .failed(model, params, state, solved, pivots, solves, timings, start);
-                }
-                let v_new = &free + &solved.velocity_change;
-                let q_new = model.integrate(&state.q, &v_new, h);
+            sc.stand_ins.find(
+                &sc.required,
+                &sc.known,
+                sc.candidates.as_slice(),
+                &sc.predicted,
+            );
+            for round in 0..settings.active_set_rounds.max(1) {
+                let candidates = sc.candidates.as_slice();
+                sc.selected.clear();
+                sc.selected.extend(
+                    candidates
+                        .iter()
+                        .zip(&sc.predicted)
+                        .enumerate()
+                        .filter(|(i, (c, gap))| {
+                            **gap <= 0.0 || sc.required.contains(&c.id) || sc.stand_ins.marks[*i]
+                        })
+                        .map(|(i, _)| i),
+                );
+                let selected: Vec<&Contact> = sc.selected.iter().map(|&i| &candidates[i]).collect();
+                let terms = Terms {
+                    gap_terms: &mut sc.gap_terms,
+                    clamped: &mut sc.clamped,
+                    mu: &mut sc.mu,
+                };
+                let solved = solve(&mut step.solver, params, &selected, &free, terms).solved()?;
+                let q_new = model.integrate(&state.q, &solved.velocity, h);
                 // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
-                let clock = Instant::now();
                 // The gaps at qˡ⁺¹ within the margin: the violated ones here,
                 // all of them for the report if this iterate is kept.
-                let after = model.gaps(&q_new, margin);
-                timings.geometry += clock.elapsed();
-                let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
-                let missing: Vec<ContactId> = after
+                step.geometry.gaps(&q_new, margin, &mut sc.round_gaps);
+                sc.chosen.clear();
+                sc.chosen.extend(selected.iter().map(|c| c.id));
+                let deepest = sc
+                    .round_gaps
                     .iter()
-                    .filter(|(id, gap)| *gap < 0.0 && !chosen.contains(id) && known.contains(id))
-                    .map(|(id, _)| *id)
-                    .collect();
-                let deepest = after.iter().map(|(_, gap)| *gap).fold(0.0, f64::min);
-                let done = missing.is_empty() || round + 1 >= self.settings.active_set_rounds;
-                required.extend(missing);
+                    .map(|(_, gap)| *gap)
+                    .fold(0.0, f64::min);
+                let mut missing = false;
+                for &(id, gap) in &sc.round_gaps {
+                    if gap < 0.0 && !sc.chosen.contains(&id) && sc.known.contains(&id) {
+                        sc.required.insert(id);
+                        missing = true;
+                    }
+                }
+                let done = !missing || round + 1 >= settings.active_set_rounds;
                 if done {
-                    required.extend(chosen);
-                    result = Some((
+                    sc.required.extend(sc.chosen.iter().copied());
+                    sc.latest.copy_from(selected.iter().copied());
+                    std::mem::swap(&mut sc.latest_gaps, &mut sc.round_gaps);
+                    result = Some(Iterate {
                         solved,
-                        v_new,
-                        q_new,
-                        selected.iter().map(|&c| c.clone()).collect::<Vec<_>>(),
+                        q: q_new,
                         deepest,
-                        after,
-                    ));
+                    });
                     break;
                 }
             }
             let Some(latest) = result.take() else {
                 continue;
             };
-            let deepest = latest.4;
-            let converged = deepest >= -self.settings.gap_tolerance * model.length_scale();
+            let deepest = latest.deepest;
+            let converged = deepest >= -settings.gap_tolerance * model.length_scale();
+            let last = iteration + 1 >= asked && converged;
             // The next point of linearization. The iteration v̂ ↦ vˡ⁺¹(v̂)
             // converges linearly (ratio 0.6 on a pile's box corners), so it is
             // extrapolated by Anderson acceleration over the last iterates;
             // when the end gap got worse than the iteration before (the
             // secants of a strongly curved gap, such as two nearly parallel
             // box edges, alternate between two states), the midpoint of v̂ and
-            // vˡ⁺¹ is taken instead and the history dropped.
-            let next = if deepest < previous_deepest {
-                anderson.clear();
-                (&v_hat + &latest.1) * 0.5
-            } else {
-                anderson.next(&v_hat, &latest.1)
-            };
+            // vˡ⁺¹ is taken instead and the history dropped. (Not needed
+            // after the last iteration.)
+            let next = (!last).then(|| {
+                if deepest < previous_deepest {
+                    sc.anderson.clear();
+                    (&v_hat + &latest.solved.velocity) * 0.5
+                } else {
+                    sc.anderson.next(&v_hat, &latest.solved.velocity)
+                }
+            });
             previous_deepest = deepest;
             // Every iterate keeps the energy bound (γ = f(qˡ)/h ≥ 0 with the
             // impulse along its own secant), so the least penetrating one is
             // kept.
-            if best.as_ref().is_none_or(|b: &Iterate| deepest > b.4) || converged {
+            if best.as_ref().is_none_or(|b| deepest > b.deepest) || converged {
                 best = Some(latest);
+                std::mem::swap(&mut sc.best, &mut sc.latest);
+                std::mem::swap(&mut sc.best_gaps, &mut sc.latest_gaps);
             }
-            if iteration + 1 >= asked && converged {
+            let Some(next) = next else {
                 break;
-            }
+            };
             q_hat = model.integrate(&state.q, &next, h);
             v_hat = next;
         }
-        let Some((solved, v_new, q_new, selected, _, after)) = best else {
+        let Some(best) = best else {
             unreachable!("the settings allow at least one round and one iteration");
         };
 
-        // The new state, the next active set, the report.
-        let min_gap = after
+        // The next active set (§4): the contacts that push or touch.
+        let solved = best.solved;
+        let velocity_scale = settings.velocity_scale(&free);
+        let zero = settings.zero;
+        let impulse_zero = zero * solved.z.amax();
+        let active = sc
+            .best
+            .as_slice()
             .iter()
-            .map(|(_, gap)| *gap)
-            .fold(f64::INFINITY, f64::min);
-        let after: HashMap<ContactId, f64> = after.into_iter().collect();
-        let layout = solved.layout;
-        let scale = solved.velocity_scale;
-        let mut reports = Vec::with_capacity(selected.len());
-        self.active.clear();
-        let mut column = 0;
-        for (j, contact) in selected.iter().enumerate() {
-            let k = contact.jacobian.friction_count();
-            let beta = solved.z.rows(column, k);
-            column += k;
-            let c_n = solved.z[layout.normal(j)];
-            let lambda = solved.z[layout.lambda(j)];
-            let sigma = solved.w[layout.normal(j)];
-            let zero = self.settings.zero;
-            let impulse_tol = zero * solved.z.amax();
-            let state_j = report::contact_state(c_n, impulse_tol, lambda, zero * scale);
-            if c_n > impulse_tol || sigma <= zero * scale {
-                self.active.insert(contact.id);
-            }
-            let beta: Vec<f64> = beta.iter().copied().collect();
-            let (friction_impulse, tangential_impulse) = report::friction_impulse(contact, &beta);
-            let gap = after
-                .get(&contact.id)
-                .copied()
-                .unwrap_or_else(|| contact.gap + h * contact.jacobian.normal_dot(&v_new));
-            reports.push(ContactReport {
-                id: contact.id,
-                gap,
-                normal_impulse: c_n,
-                friction_impulse,
-                tangential_impulse,
-                state: state_j,
-                frame: contact.frame.clone(),
-            });
-        }
-        state.q = q_new;
-        state.v = v_new;
-        state.t += h;
-        let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-        timings.total = start.elapsed();
-        StepReport {
-            t: state.t,
-            contacts: reports,
-            lcp_size: layout.size(),
-            largest_island: solved.largest_island,
-            pivots,
-            solves,
-            sweeps: self.solver.sweeps(),
-            status: LcpStatus::Solved,
-            residual: solved.residual,
-            kinetic_energy: kinetic,
-            potential_energy: potential,
-            min_gap,
-            timings,
-            lcp: solved.lcp,
-        }
-    }
-
-    /// Builds and solves (29) for the selected contacts.
-    fn solve(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        selected: &[&Contact],
-        free: &DVector<f64>,
-        timings: &mut StepTimings,
-    ) -> Solved {
-        let h = params.dt;
-        let clock = Instant::now();
-        // `secant_contact` left each contact's gap at the start of the step.
-        let gap_terms: Vec<f64> = selected.iter().map(|c| c.gap / h).collect();
-        // Dependent normals can also make the gaps of contacts that start
-        // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
-        // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
-        // asks those contacts only not to close further.
-        let clamped: Vec<f64> = gap_terms.iter().map(|g| g.max(0.0)).collect();
-        let mu = vec![params.mu; selected.len()];
-        let problem = ContactProblem {
-            contacts: selected,
-            map: model.mass_inverse_form(),
-            dof: model.dof(),
-            free,
-            normal_terms: &gap_terms,
-            friction_terms: &[],
-            relaxed_normal_terms: Some(&clamped),
-            mu: &mu,
-            activation: None,
-        };
-        let solution = self.solver.solve(&problem, 29, true, &self.settings);
-        timings.lemke += clock.elapsed();
-        let velocity_scale = free.amax().max(1e-3);
-        Solved {
-            status: solution.status,
-            residual: solution.residual,
-            pivots: solution.pivots,
-            velocity_change: solution.velocity_change,
-            layout: solution.layout,
-            largest_island: solution.largest_island,
-            z: solution.z,
-            w: solution.w,
+            .enumerate()
+            .filter(|(j, _)| {
+                let normal = solved.normal_index(*j);
+                solved.z[normal] > impulse_zero || solved.w[normal] <= zero * velocity_scale
+            })
+            .map(|(_, c)| c.id)
+            .collect();
+        std::mem::swap(&mut step.buffers.solved, &mut sc.best);
+        std::mem::swap(&mut step.buffers.end_gaps, &mut sc.best_gaps);
+        Ok(Advance {
+            q: best.q,
+            v: solved.velocity.clone(),
+            solution: solved,
             velocity_scale,
-            lcp: solution.lcp,
+            missing: EndGap::Predicted { lead: h },
+            active,
+        })
+    }
+}
+
+/// The candidates that stand in for required contacts that came back under
+/// another feature (a sphere passing from a box's face to its edge): for
+/// each body pair with a required contact not among the known ones, the
+/// pair's candidate with the smallest predicted gap. Without them the
+/// iterations alternate between the two features and one ends deep inside.
+#[derive(Debug, Clone, Default)]
+struct StandIns {
+    /// Whether each candidate is one.
+    marks: Vec<bool>,
+    vanished: HashSet<(usize, Other)>,
+    nearest: HashMap<(usize, Other), (usize, f64)>,
+}
+
+impl StandIns {
+    /// Marks the stand-ins among `candidates` (gaps `predicted` at q̂).
+    fn find(
+        &mut self,
+        required: &HashSet<ContactId>,
+        known: &HashSet<ContactId>,
+        candidates: &[Contact],
+        predicted: &[f64],
+    ) {
+        self.vanished.clear();
+        self.vanished.extend(
+            required
+                .iter()
+                .filter(|id| !known.contains(id))
+                .map(|id| (id.a, id.b)),
+        );
+        self.nearest.clear();
+        for (i, (c, &gap)) in candidates.iter().zip(predicted).enumerate() {
+            let pair = (c.id.a, c.id.b);
+            if self.vanished.contains(&pair) {
+                let best = self.nearest.entry(pair).or_insert((i, gap));
+                if gap < best.1 {
+                    *best = (i, gap);
+                }
+            }
+        }
+        self.marks.clear();
+        self.marks.resize(candidates.len(), false);
+        for &(i, _) in self.nearest.values() {
+            self.marks[i] = true;
         }
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn failed(
-        &mut self,
-        model: &Model,
-        params: &Params,
-        state: &State,
-        solved: Solved,
-        pivots: usize,
-        solves: usize,
-        timings: StepTimings,
-        start: Instant,
-    ) -> StepReport {
-        let sweeps = self.solver.sweeps();
-        self.solver.clear();
-        let failed = report::Failure {
-            status: solved.status,
-            residual: solved.residual,
-            lcp_size: solved.layout.size(),
-            pivots,
-            solves,
-            sweeps,
-            lcp: solved.lcp,
-        };
-        report::failure(model, params, state, failed, timings, start)
-    }
+/// The buffers of the right-hand-side terms of (29).
+struct Terms<'b> {
+    gap_terms: &'b mut Vec<f64>,
+    clamped: &'b mut Vec<f64>,
+    mu: &'b mut Vec<f64>,
+}
+
+/// Builds and solves (29) for the selected contacts.
+fn solve(
+    solver: &mut Solver<'_>,
+    params: &crate::params::Params,
+    selected: &[&Contact],
+    free: &DVector<f64>,
+    terms: Terms<'_>,
+) -> ContactSolution {
+    let h = params.dt;
+    // `secant_contact` left each contact's gap at the start of the step.
+    terms.gap_terms.clear();
+    terms.gap_terms.extend(selected.iter().map(|c| c.gap / h));
+    // Dependent normals can also make the gaps of contacts that start
+    // inside inconsistent (LCP(N, 0) has solutions with zᵀb < 0, and
+    // Lemke's guarantee, CPS Thm. 4.4.12 and §3.2, is lost); the fallback
+    // asks those contacts only not to close further.
+    terms.clamped.clear();
+    terms
+        .clamped
+        .extend(terms.gap_terms.iter().map(|g| g.max(0.0)));
+    terms.mu.clear();
+    terms.mu.resize(selected.len(), params.mu);
+    let problem = ContactProblem {
+        contacts: selected,
+        map: solver.mass_inverse(),
+        dof: free.len(),
+        free,
+        normal_terms: terms.gap_terms,
+        friction_terms: &[],
+        relaxed_normal_terms: Some(terms.clamped),
+        mu: terms.mu,
+        activation: None,
+    };
+    solver.solve(&problem, Form::Position)
 }
 
 /// The contact as Stewart–Trinkle's constraint on vˡ⁺¹, linearized so that
@@ -380,20 +384,24 @@ impl StewartTrinkle {
 /// with γ ≥ 0 as well. `gap` of the returned contact is f(qˡ) (or the
 /// linearized value), what the LCP's right-hand side needs.
 fn secant_contact(
-    mut contact: Contact,
-    start_gaps: &StartGaps,
+    contact: &mut Contact,
+    start_gaps: &StartGaps<'_>,
     v_hat: &DVector<f64>,
     h: f64,
     length: f64,
-) -> Contact {
+    settings: &StepSettings,
+) {
     let slope = contact.jacobian.normal_dot(v_hat);
-    let Some(start) = start_gaps.of(&contact) else {
+    let Some(start) = start_gaps.of(contact) else {
         // A contact that came within the margin during the step: the paper's
         // linearization, held at γ ≥ 0 so that it cannot add energy.
         contact.gap = (contact.gap - h * slope).max(0.0);
-        return contact;
+        return;
     };
-    let blocks: Vec<_> = contact.jacobian.blocks().to_vec();
+    let mut blocks = [Block { start: 0, len: 0 }; 2];
+    let count = contact.jacobian.blocks().len();
+    blocks[..count].copy_from_slice(contact.jacobian.blocks());
+    let blocks = &blocks[..count];
     let speed2: f64 = blocks
         .iter()
         .flat_map(|b| v_hat.as_slice()[b.range()].iter())
@@ -401,10 +409,10 @@ fn secant_contact(
         .sum();
     let alpha = (contact.gap - start) / h - slope;
     // Below round-off of the gaps the secant and the tangent are the same.
-    if h * speed2.sqrt() > 1e-9 * length {
+    if h * speed2.sqrt() > settings.secant_round_off * length {
         let mut offset = 0;
         let row = contact.jacobian.row_mut(0);
-        for b in &blocks {
+        for b in blocks {
             for (x, v) in row[offset..offset + b.len]
                 .iter_mut()
                 .zip(&v_hat.as_slice()[b.range()])
@@ -415,7 +423,6 @@ fn secant_contact(
         }
     }
     contact.gap = start;
-    contact
 }
 
 /// Whether `contact` (found at qˡ) appears among `candidates` (found at q̂)
@@ -438,27 +445,33 @@ fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bo
 /// The gaps f(qˡ) at the start of the step, by contact identity and, for a
 /// contact whose feature changed during the step (a sphere rolling from a
 /// box's face onto its edge), by body pair and nearest contact point.
-struct StartGaps {
-    by_id: HashMap<ContactId, f64>,
-    by_pair: HashMap<(usize, Other), PointGaps>,
+struct StartGaps<'b> {
+    by_id: &'b HashMap<ContactId, f64>,
+    /// (body pair, contact point in the world, gap), sorted by pair, in the
+    /// contacts' order within a pair.
+    by_pair: &'b [PointGap],
 }
 
-/// Contact points (world, m) with their gaps (m).
-type PointGaps = Vec<(Vector3<f64>, f64)>;
+/// A body pair, a contact point of it (world, m) and its gap (m).
+type PointGap = ((usize, Other), Vector3<f64>, f64);
 
-impl StartGaps {
-    fn new(contacts: &[Contact]) -> Self {
-        let mut by_id = HashMap::default();
-        let mut by_pair: HashMap<(usize, Other), PointGaps> = HashMap::default();
+impl<'b> StartGaps<'b> {
+    /// The gaps of `contacts`, kept in `by_id` and `by_pair` (replaced).
+    fn new(
+        contacts: &[Contact],
+        by_id: &'b mut HashMap<ContactId, f64>,
+        by_pair: &'b mut Vec<PointGap>,
+    ) -> Self {
+        by_id.clear();
+        by_pair.clear();
         for c in contacts {
             by_id.insert(c.id, c.gap);
             if let Some(frame) = &c.frame {
-                by_pair
-                    .entry((c.id.a, c.id.b))
-                    .or_default()
-                    .push((frame.point, c.gap));
+                by_pair.push(((c.id.a, c.id.b), frame.point, c.gap));
             }
         }
+        // Stable: within a pair the contacts keep their order.
+        by_pair.sort_by_key(|(pair, _, _)| *pair);
         Self { by_id, by_pair }
     }
 
@@ -468,39 +481,14 @@ impl StartGaps {
             return Some(gap);
         }
         let point = contact.frame.as_ref()?.point;
-        self.by_pair
-            .get(&(contact.id.a, contact.id.b))?
+        let pair = (contact.id.a, contact.id.b);
+        let first = self.by_pair.partition_point(|(p, _, _)| *p < pair);
+        self.by_pair[first..]
             .iter()
-            .min_by(|x, y| (x.0 - point).norm().total_cmp(&(y.0 - point).norm()))
-            .map(|&(_, gap)| gap)
+            .take_while(|(p, _, _)| *p == pair)
+            .min_by(|x, y| (x.1 - point).norm().total_cmp(&(y.1 - point).norm()))
+            .map(|&(_, _, gap)| gap)
     }
-}
-
-/// One fixed-point iterate: the solve, vˡ⁺¹, qˡ⁺¹, the contacts of the
-/// LCP and the deepest end gap.
-/// One iterate of §3.6: the solve, vˡ⁺¹, qˡ⁺¹, the contacts solved for, the
-/// deepest gap at qˡ⁺¹ and the gaps there within the margin.
-type Iterate = (
-    Solved,
-    DVector<f64>,
-    DVector<f64>,
-    Vec<Contact>,
-    f64,
-    Vec<(ContactId, f64)>,
-);
-
-/// What one LCP solve gave.
-struct Solved {
-    largest_island: usize,
-    status: LcpStatus,
-    residual: f64,
-    pivots: usize,
-    velocity_change: DVector<f64>,
-    layout: Layout,
-    z: DVector<f64>,
-    w: DVector<f64>,
-    velocity_scale: f64,
-    lcp: Option<Lcp>,
 }
 
 /// Anderson acceleration of a fixed-point iteration x ↦ g(x) (Walker & Ni,
@@ -508,7 +496,7 @@ struct Solved {
 /// combination of the last g's whose residuals g − x combine to the
 /// smallest one. For a linearly converging iteration this removes the
 /// dominant error component in one step.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct Anderson {
     /// (x, g(x)) of the previous iterates, oldest first.
     history: Vec<(DVector<f64>, DVector<f64>)>,

@@ -1,0 +1,424 @@
+//! The contact problem on a dense tableau: when W couples every contact (a
+//! generalized linear system's M⁻¹, or Anitescu–Potra's joints' Schur
+//! complement), and Moreau–Jean's planar LCP (33), which is dense in M⁻¹.
+//!
+//! Three ways, chosen by the [`Form`]: the whole LCP (29) with the
+//! regularization ladder ([`solve_regularized`]); Anitescu–Potra's LCP (24)
+//! equilibrated and split into the independent parts of its matrix, each
+//! with the ladder; and (33) by Lemke alone (the scheme falls back to (29)
+//! when that fails). All three start warm from the one cache
+//! ([`crate::stepper::warm`]), contact by contact.
+
+use super::{
+    ContactProblem, ContactSolution, ContactSolver, Unknowns, failed_solution, frictionless_basis,
+    ladder,
+};
+use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
+use crate::model::ContactId;
+use crate::stepper::assembly::{Impulses, Layout};
+use crate::stepper::glocker_studer::PlanarImpactLcp;
+use crate::stepper::settings::StepSettings;
+use crate::stepper::warm::{Form, Slots, normals_only};
+use nalgebra::{DMatrix, DVector};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Lemke on an assembled LCP. A rejected warm start is retried cold; a
+/// rejected problem (non-finite data from a diverging state) is a numerical
+/// failure of the step, never a panic.
+pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
+    let cold = || LemkeOptions {
+        warm_start: None,
+        warm_fallback: None,
+        ..options.clone()
+    };
+    lcp::solve(problem, options)
+        .or_else(|_| lcp::solve(problem, &cold()))
+        .unwrap_or_else(|_| failed_solution(problem.size()))
+}
+
+/// How a [`solve_regularized`] call ended: the solution, the LCP it solves
+/// when a fallback produced it, and the ladder level that solved it (0: the
+/// problem itself; i: the i-th regularization), to start the next step at.
+pub struct Regularized {
+    /// Lemke's result (pivots count every attempt).
+    pub solution: LcpSolution,
+    /// The regularized LCP the solution solves, when it is not `problem`.
+    pub fallback: Option<Lcp>,
+    /// The level that solved it (or the last one tried).
+    pub level: usize,
+}
+
+/// Lemke on `problem` and, while it is not solved, on `relaxed` (the same LCP
+/// with the scheme's own relaxation, or `problem` again) with a compliance of
+/// each [`StepSettings::regularization`] times the largest diagonal entry
+/// added to the first `blocks` diagonal entries (those of JᵀM⁻¹J).
+///
+/// Dependent normals (a box held by more contacts than it has freedoms) make
+/// the tableau's bases nearly singular; the compliance, far below anything
+/// visible, separates the dependent rows. A settled pile of boxes needs it on
+/// every step, and a failed unregularized attempt costs a cold start of
+/// thousands of pivots, so a first attempt adds the compliance of level
+/// `first` (the level that solved the previous step) to `problem` itself, when it
+/// has at least [`StepSettings::remember_regularization_from`] unknowns,
+/// warm; only if that fails does the ladder run from the bottom. The
+/// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
+/// itself when the warm start fails), the relaxed ones cold.
+pub fn solve_regularized(
+    problem: &Lcp,
+    relaxed: Option<&Lcp>,
+    blocks: usize,
+    options: &LemkeOptions,
+    settings: &StepSettings,
+    first: usize,
+) -> Regularized {
+    let cold = LemkeOptions::default();
+    let mut pivots = 0;
+    let mut last = None;
+    let levels = settings.regularization.len();
+    for (level, relax, warm) in ladder(problem.size(), levels, settings, first) {
+        let options = if warm { options } else { &cold };
+        let (candidate, fallback) = if level == 0 {
+            (solve_or_fail(problem, options), None)
+        } else {
+            let base = if relax {
+                relaxed.unwrap_or(problem)
+            } else {
+                problem
+            };
+            let mut next = base.clone();
+            let regularization = settings.regularization[level - 1] * next.m.diagonal().amax();
+            for i in 0..blocks {
+                next.m[(i, i)] += regularization;
+            }
+            (solve_or_fail(&next, options), Some(next))
+        };
+        pivots += candidate.pivots;
+        let solved = candidate.status == LcpStatus::Solved;
+        last = Some(Regularized {
+            solution: LcpSolution {
+                pivots,
+                ..candidate
+            },
+            fallback,
+            level,
+        });
+        if solved {
+            break;
+        }
+    }
+    last.unwrap_or_else(|| unreachable!("the ladder has at least level 0"))
+}
+
+impl ContactSolver {
+    /// [`Self::solve`] with a dense W: the LCP (29) assembled whole, then
+    /// solved whole (ladder, warm start, the remembered level) or, for
+    /// [`Form::Mixed`], equilibrated and by parts ([`Self::solve_parts`]).
+    pub(super) fn solve_dense(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        form: Form,
+        settings: &StepSettings,
+    ) -> ContactSolution {
+        let contacts = problem.contacts;
+        let impulses = Impulses::new(contacts, problem.map, problem.dof);
+        let layout = impulses.layout;
+        let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
+        let nb = layout.friction;
+        for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
+            lcp.q[i] += term;
+        }
+        if form.by_parts() {
+            return self.solve_parts(problem, &impulses, lcp, form, settings);
+        }
+        let relaxed = problem.relaxed_normal_terms.map(|terms| {
+            let mut relaxed = lcp.clone();
+            for (j, (term, own)) in terms.iter().zip(problem.normal_terms).enumerate() {
+                relaxed.q[layout.normal(j)] += term - own;
+            }
+            relaxed
+        });
+        let ids: Vec<ContactId> = contacts.iter().map(|c| c.id).collect();
+        let friction: Vec<usize> = contacts
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let warm_start = self.warm.basis(form, &ids, &friction, layout);
+        let warm_fallback = normals_only(warm_start.as_ref(), layout.normals());
+        let warm_start = warm_start.or_else(|| {
+            form.frictionless_start()
+                .then(|| frictionless_basis(&lcp.m, &lcp.q, layout, false))
+                .flatten()
+        });
+        let options = LemkeOptions {
+            warm_start,
+            warm_fallback,
+            ..LemkeOptions::default()
+        };
+        let regularized = solve_regularized(
+            &lcp,
+            relaxed.as_ref(),
+            layout.friction + layout.contacts,
+            &options,
+            settings,
+            self.dense_level,
+        );
+        self.dense_level = regularized.level;
+        let island = regularized.solution;
+        if island.status == LcpStatus::Solved {
+            self.warm
+                .record(form, &ids, &friction, layout, &island.basis);
+        }
+        let velocity = problem.free + impulses.velocity_change(&island.z);
+        ContactSolution {
+            status: island.status,
+            residual: island.residual,
+            pivots: island.pivots,
+            unknowns: Unknowns::Pyramid(layout),
+            z: island.z,
+            w: island.w,
+            velocity,
+            lcp_size: layout.size(),
+            islands: 1,
+            largest_island: layout.size(),
+            sweeps: 0,
+            lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
+            active: None,
+        }
+    }
+
+    /// Anitescu–Potra's LCP (24), assembled as `lcp`: equilibrated, then
+    /// solved part by part ([`solve_by_parts`]), each part warm from the
+    /// bases its contacts had.
+    ///
+    /// Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
+    /// JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
+    /// equilibrated. With D = diag(1/√Gᵢᵢ) on (β̃, c̃_n) and √G_nn on λ̃,
+    /// LCP(DGD, Dq) has the solutions D⁻¹z and keeps the structure Theorem
+    /// 2.2 relies on (and the same bases). Theorem 2.2 guarantees a solution;
+    /// dependent normals (a box on four corners, or rigidly linked bodies in
+    /// the stiff limit) make bases nearly singular, and the regularization
+    /// ladder on the scaled JᵀWJ separates the dependent rows.
+    fn solve_parts(
+        &mut self,
+        problem: &ContactProblem<'_>,
+        impulses: &Impulses<'_>,
+        lcp: Lcp,
+        form: Form,
+        settings: &StepSettings,
+    ) -> ContactSolution {
+        let layout = impulses.layout;
+        let ids: Vec<ContactId> = problem.contacts.iter().map(|c| c.id).collect();
+        let friction: Vec<usize> = problem
+            .contacts
+            .iter()
+            .map(|c| c.jacobian.friction_count())
+            .collect();
+        let warm = self.warm.basis(form, &ids, &friction, layout);
+        let scaling = equilibration(&lcp, layout);
+        let scaled = Lcp {
+            m: DMatrix::from_fn(lcp.m.nrows(), lcp.m.ncols(), |i, j| {
+                scaling[i] * lcp.m[(i, j)] * scaling[j]
+            }),
+            q: lcp.q.component_mul(&scaling),
+        };
+        let mut solution = solve_by_parts(&scaled, layout.normals(), warm.as_deref(), settings);
+        if solution.status == LcpStatus::Solved {
+            self.warm
+                .record(form, &ids, &friction, layout, &solution.basis);
+        }
+        solution.z.component_mul_assign(&scaling);
+        solution.w.component_div_assign(&scaling);
+        let velocity = problem.free + impulses.velocity_change(&solution.z);
+        ContactSolution {
+            status: solution.status,
+            residual: solution.residual,
+            pivots: solution.pivots,
+            unknowns: Unknowns::Pyramid(layout),
+            z: solution.z,
+            w: solution.w,
+            velocity,
+            lcp_size: layout.size(),
+            islands: 1,
+            largest_island: layout.size(),
+            sweeps: 0,
+            active: None,
+            lcp: self.keep_lcp.then_some(lcp),
+        }
+    }
+
+    /// Moreau–Jean's planar LCP (33) by Lemke, warm from the bases its
+    /// contacts had in the last (33).
+    pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
+        let PlanarSolve { problem, ids, free } = planar;
+        let size = problem.lcp.size();
+        let form = Form::PlanarImpact;
+        let warm_start = self.warm.basis_slots(form, ids, planar_slots(&problem));
+        // Should the mapped basis end on a ray, its normal impulses alone.
+        let warm_fallback = warm_start.as_ref().map(|b| {
+            b.iter()
+                .copied()
+                .filter(|&i| i < problem.contacts)
+                .collect()
+        });
+        let options = LemkeOptions {
+            warm_start,
+            warm_fallback,
+            ..LemkeOptions::default()
+        };
+        let solution = solve_or_fail(&problem.lcp, &options);
+        let solved = solution.status == LcpStatus::Solved;
+        if solved {
+            self.warm.begin(form);
+            self.warm
+                .add_slots(ids, planar_slots(&problem), size, &solution.basis);
+        }
+        let impulses = if solved {
+            problem.impulses(&solution.z, &solution.w)
+        } else {
+            Vec::new()
+        };
+        let velocity = if solved {
+            free + problem.velocity_change(&impulses)
+        } else {
+            free.clone()
+        };
+        ContactSolution {
+            status: solution.status,
+            residual: solution.residual,
+            pivots: solution.pivots,
+            unknowns: Unknowns::Planar(impulses),
+            z: solution.z,
+            w: solution.w,
+            velocity,
+            lcp_size: size,
+            islands: 1,
+            largest_island: size,
+            sweeps: 0,
+            active: None,
+            lcp: self.keep_lcp.then_some(problem.lcp),
+        }
+    }
+}
+
+/// Moreau–Jean's planar LCP (33) to solve: the problem, its contacts and u*.
+pub struct PlanarSolve<'p> {
+    /// The LCP (33).
+    pub problem: PlanarImpactLcp,
+    /// Its contacts, in order.
+    pub ids: &'p [ContactId],
+    /// u*, the velocity without contact impulses.
+    pub free: &'p DVector<f64>,
+}
+
+/// The unknowns of each contact of (33), in order: Λ_N at its index, and
+/// with friction (the r-th friction row) Λ_R at k + r and ξ_L at k + k_f + r.
+fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
+    let (k, kf) = (problem.contacts, problem.friction_of.len());
+    (0..k).map(move |i| {
+        let row = problem.friction_of.binary_search(&i).ok();
+        Slots::planar(i, row.map(|r| (k + r, k + kf + r)))
+    })
+}
+
+/// Lemke, with the regularization ladder, on each independent part of
+/// `problem`: the connected components of its matrix's nonzero pattern, i.e.
+/// groups of contacts that share no body and are not coupled through W (a
+/// damper or a joint between their bodies puts entries there and joins
+/// them). Each part is an LCP (24) of its own with the same structure, and
+/// the solutions together solve the whole. A pile's 170-unknown LCP,
+/// degenerate as a whole (boxes on several corners; Lemke's lexicographic
+/// order is lost to rounding and it ends on a ray at step 43 of
+/// `pile.ron`), falls into parts of 10–40 unknowns solved in 0–16 pivots.
+/// The unknowns before `normals.end` (β̃, c̃_n) take the regularization; a
+/// part starts from the indices of `warm` (a basis of the whole) that fall in
+/// it, and, should that end on a ray, from their normal impulses alone.
+fn solve_by_parts(
+    problem: &Lcp,
+    normals: Range<usize>,
+    warm: Option<&[usize]>,
+    settings: &StepSettings,
+) -> LcpSolution {
+    let blocks = normals.end;
+    let n = problem.size();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for i in 0..n {
+        for j in (i + 1)..n {
+            if problem.m[(i, j)] != 0.0 || problem.m[(j, i)] != 0.0 {
+                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                parent[a] = b;
+            }
+        }
+    }
+    let mut parts: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..n {
+        parts.entry(root(&mut parent, i)).or_default().push(i);
+    }
+    let mut whole = LcpSolution {
+        z: DVector::zeros(n),
+        w: problem.q.clone(),
+        status: LcpStatus::Solved,
+        pivots: 0,
+        residual: 0.0,
+        basis: Vec::new(),
+        warm_started: false,
+    };
+    // Ascending indices keep each part's (β̃, c̃_n) rows ahead of its λ̃ rows.
+    for index in parts.into_values() {
+        let part = Lcp {
+            m: DMatrix::from_fn(index.len(), index.len(), |a, b| {
+                problem.m[(index[a], index[b])]
+            }),
+            q: DVector::from_fn(index.len(), |a, _| problem.q[index[a]]),
+        };
+        let part_blocks = index.iter().filter(|&&i| i < blocks).count();
+        let local = |basis: &[usize], keep: &dyn Fn(usize) -> bool| -> Vec<usize> {
+            basis
+                .iter()
+                .filter(|&&i| keep(i))
+                .filter_map(|i| index.binary_search(i).ok())
+                .collect()
+        };
+        let options = LemkeOptions {
+            warm_start: warm.map(|b| local(b, &|_| true)),
+            warm_fallback: warm.map(|b| local(b, &|i| normals.contains(&i))),
+            ..LemkeOptions::default()
+        };
+        let solved = solve_regularized(&part, None, part_blocks, &options, settings, 0).solution;
+        for (a, &i) in index.iter().enumerate() {
+            whole.z[i] = solved.z[a];
+            whole.w[i] = solved.w[a];
+        }
+        whole.basis.extend(solved.basis.iter().map(|&a| index[a]));
+        whole.pivots += solved.pivots;
+        whole.residual = whole.residual.max(solved.residual);
+        if solved.status != LcpStatus::Solved {
+            whole.status = solved.status;
+            break;
+        }
+    }
+    whole
+}
+
+/// The diagonal scaling of the LCP: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
+/// the contact on its λ row (so μ̃ keeps its value).
+fn equilibration(problem: &Lcp, layout: Layout) -> DVector<f64> {
+    let size = layout.size();
+    let scale = problem.m.diagonal().amax().max(f64::MIN_POSITIVE);
+    let diagonal = |i: usize| problem.m[(i, i)].max(1e-14 * scale);
+    let mut d = DVector::from_element(size, 1.0);
+    for i in 0..layout.friction + layout.contacts {
+        d[i] = 1.0 / diagonal(i).sqrt();
+    }
+    for j in 0..layout.contacts {
+        d[layout.lambda(j)] = diagonal(layout.normal(j)).sqrt();
+    }
+    d
+}

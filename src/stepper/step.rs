@@ -1,0 +1,294 @@
+//! One step in progress ([`Step`]): what a scheme reads — the model, the
+//! parameters, the state, the settings and the last active set — and what
+//! the driver lends it: contact detection ([`Geometry`]) and the contact
+//! solver ([`Solver`]), both timed and counted, and buffers kept from step to
+//! step ([`Buffers`] for what the driver reads back, a [`ScratchSlot`] for the
+//! scheme's own). They are separate fields, so a scheme can hold contacts
+//! from its buffers while it finds more or solves.
+
+use super::settings::StepSettings;
+use super::solve::{ContactProblem, ContactSolution, ContactSolver, PlanarSolve, SolveBuffers};
+use super::warm::Form;
+use crate::model::{BroadPhase, ContactId, ContactSet, MassInverse, Model, State};
+use crate::params::Params;
+use nalgebra::DVector;
+use std::any::Any;
+use std::fmt::Debug;
+use std::time::{Duration, Instant};
+
+use super::driver::ActiveSet;
+
+/// One step in progress.
+pub struct Step<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// The live parameters.
+    pub params: &'a Params,
+    /// The state the step starts from.
+    pub state: &'a State,
+    /// Tolerances and limits.
+    pub settings: &'a StepSettings,
+    /// The active set of the last accepted step.
+    pub active: &'a ActiveSet,
+    /// Contact detection.
+    pub geometry: Geometry<'a>,
+    /// The contact solver.
+    pub solver: Solver<'a>,
+    /// What the scheme hands the driver besides [`super::driver::Advance`].
+    pub buffers: &'a mut Buffers,
+    /// The scheme's own buffers.
+    pub scratch: &'a mut ScratchSlot,
+    /// Time spent assembling LCPs outside the solver.
+    pub lcp_build: Duration,
+}
+
+/// The pieces a [`Step`] borrows from the stepper.
+pub struct Lent<'a> {
+    /// The contact solver (set up for the step's parameters).
+    pub solver: &'a mut ContactSolver,
+    /// Its buffers.
+    pub solve: &'a mut SolveBuffers,
+    /// The broad phase's work space.
+    pub broad: &'a mut BroadPhase,
+    /// The buffers the driver reads back.
+    pub buffers: &'a mut Buffers,
+    /// The scheme's buffers.
+    pub scratch: &'a mut ScratchSlot,
+}
+
+impl<'a> Step<'a> {
+    /// A step of `state` under `params`, the last active set `active`.
+    pub fn new(
+        model: &'a Model,
+        params: &'a Params,
+        state: &'a State,
+        settings: &'a StepSettings,
+        active: &'a ActiveSet,
+        lent: Lent<'a>,
+    ) -> Self {
+        Self {
+            model,
+            params,
+            state,
+            settings,
+            active,
+            geometry: Geometry {
+                model,
+                edges: params.friction_edges(),
+                broad: lent.broad,
+                time: Duration::ZERO,
+            },
+            solver: Solver {
+                solver: lent.solver,
+                buffers: lent.solve,
+                settings,
+                map: model.mass_inverse_form(),
+                pivots: 0,
+                solves: 0,
+                time: Duration::ZERO,
+            },
+            buffers: lent.buffers,
+            scratch: lent.scratch,
+            lcp_build: Duration::ZERO,
+        }
+    }
+}
+
+/// Contact detection for a step, timed.
+pub struct Geometry<'a> {
+    model: &'a Model,
+    edges: usize,
+    broad: &'a mut BroadPhase,
+    time: Duration,
+}
+
+impl Geometry<'_> {
+    /// The potential contacts at q within `margin` (m), with the step's
+    /// friction directions, into `out`.
+    pub fn contacts(&mut self, q: &DVector<f64>, margin: f64, out: &mut ContactSet) {
+        let clock = Instant::now();
+        self.model.contacts_into(q, self.edges, margin, out);
+        self.time += clock.elapsed();
+    }
+
+    /// The identities and gaps of [`Self::contacts`], without Jacobians,
+    /// into `out`.
+    pub fn gaps(&mut self, q: &DVector<f64>, margin: f64, out: &mut Vec<(ContactId, f64)>) {
+        let clock = Instant::now();
+        self.model.gaps_into(q, margin, out, self.broad);
+        self.time += clock.elapsed();
+    }
+
+    /// Adds time a scheme spent on geometry of its own.
+    pub fn add_time(&mut self, time: Duration) {
+        self.time += time;
+    }
+
+    /// Time spent so far.
+    pub fn time(&self) -> Duration {
+        self.time
+    }
+}
+
+/// The contact solver for a step: its warm start and fallbacks, its solves
+/// and pivots counted and timed.
+pub struct Solver<'a> {
+    solver: &'a mut ContactSolver,
+    buffers: &'a mut SolveBuffers,
+    settings: &'a StepSettings,
+    map: MassInverse<'a>,
+    pivots: usize,
+    solves: usize,
+    time: Duration,
+}
+
+impl<'a> Solver<'a> {
+    /// Solves a contact problem of form `form`.
+    pub fn solve(&mut self, problem: &ContactProblem<'_>, form: Form) -> ContactSolution {
+        let clock = Instant::now();
+        let solution = self
+            .solver
+            .solve(problem, form, self.settings, self.buffers);
+        self.count(&solution, clock);
+        solution
+    }
+
+    /// Solves Moreau–Jean's planar LCP (33).
+    pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
+        let clock = Instant::now();
+        let solution = self.solver.solve_planar(planar);
+        self.count(&solution, clock);
+        solution
+    }
+
+    /// Counts a solve that could not even be posed (its problem does not
+    /// exist, e.g. dependent joints) and hands it back.
+    pub fn unsolvable(&mut self, solution: ContactSolution) -> ContactSolution {
+        self.solves += 1;
+        solution
+    }
+
+    fn count(&mut self, solution: &ContactSolution, clock: Instant) {
+        self.time += clock.elapsed();
+        self.pivots += solution.pivots;
+        self.solves += 1;
+    }
+
+    /// W of the rigid-body contact problem: M⁻¹.
+    pub fn mass_inverse(&self) -> MassInverse<'a> {
+        self.map
+    }
+
+    /// Whether the solver lets contacts join during a solve
+    /// ([`ContactProblem::activation`]) for this model.
+    pub fn activates(&self) -> bool {
+        self.solver.activates(&self.map)
+    }
+
+    /// Lemke pivots so far.
+    pub fn pivots(&self) -> usize {
+        self.pivots
+    }
+
+    /// Solves so far.
+    pub fn solves(&self) -> usize {
+        self.solves
+    }
+
+    /// NSGS sweeps so far.
+    pub fn sweeps(&self) -> usize {
+        self.solver.sweeps()
+    }
+
+    /// Time spent solving so far.
+    pub fn time(&self) -> Duration {
+        self.time
+    }
+}
+
+/// What a scheme leaves for the driver besides its
+/// [`super::driver::Advance`]: the contacts of its final solve (in the
+/// solve's order) and the gaps near the new configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Buffers {
+    /// The contacts of the final solve.
+    pub solved: ContactSet,
+    /// The gaps near the new configuration, m.
+    pub end_gaps: Vec<(ContactId, f64)>,
+}
+
+/// A scheme's own buffers kept between steps: one value of the scheme's
+/// type, made on first use (and anew when another scheme used the slot).
+#[derive(Debug, Default)]
+pub struct ScratchSlot(Option<Box<dyn Scratch>>);
+
+impl ScratchSlot {
+    /// The scheme's buffers of type `T`.
+    pub fn get<T: Scratch + Default>(&mut self) -> &mut T {
+        if self
+            .0
+            .as_mut()
+            .is_none_or(|s| (**s).as_any_mut().downcast_mut::<T>().is_none())
+        {
+            self.0 = Some(Box::new(T::default()));
+        }
+        match self
+            .0
+            .as_mut()
+            .and_then(|s| (**s).as_any_mut().downcast_mut())
+        {
+            Some(scratch) => scratch,
+            None => unreachable!("the slot was just filled with a T"),
+        }
+    }
+}
+
+/// Buffers a scheme keeps in a [`ScratchSlot`].
+pub trait Scratch: Any + Debug + Send + Sync {
+    /// As [`Any`], to be downcast.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any + Debug + Send + Sync> Scratch for T {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Everything a [`Step`] borrows, owned: for a solve outside a stepper (the
+/// impact map, a single velocity solve, tests), from a cold start.
+#[derive(Debug, Default)]
+pub struct Detached {
+    /// The contact solver (Lemke unless set up otherwise).
+    pub solver: ContactSolver,
+    /// Its buffers.
+    pub solve: SolveBuffers,
+    /// The broad phase's work space.
+    pub broad: BroadPhase,
+    /// What the scheme hands back.
+    pub buffers: Buffers,
+    /// The scheme's buffers.
+    pub scratch: ScratchSlot,
+    /// No active set.
+    pub active: ActiveSet,
+}
+
+impl Detached {
+    /// A step of `state` under `params` on these parts.
+    pub fn step<'a>(
+        &'a mut self,
+        model: &'a Model,
+        params: &'a Params,
+        state: &'a State,
+        settings: &'a StepSettings,
+    ) -> Step<'a> {
+        let lent = Lent {
+            solver: &mut self.solver,
+            solve: &mut self.solve,
+            broad: &mut self.broad,
+            buffers: &mut self.buffers,
+            scratch: &mut self.scratch,
+        };
+        Step::new(model, params, state, settings, &self.active, lent)
+    }
+}
