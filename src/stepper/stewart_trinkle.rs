@@ -112,7 +112,17 @@ impl Scheme for StewartTrinkle {
         sc.required.clear();
         sc.required.extend(step.active.iter().copied());
         let length = model.length_scale();
-        for iteration in 0..asked.max(settings.gap_iterations) {
+        // Past `gap_iterations`, a step goes on only while its best iterate
+        // still ends deeper than `gap_guarantee` (up to
+        // `extra_gap_iterations` more).
+        let base = asked.max(settings.gap_iterations);
+        for iteration in 0..base + settings.extra_gap_iterations {
+            let guarantee_kept = best
+                .as_ref()
+                .is_none_or(|b: &Iterate| b.deepest >= -settings.gap_guarantee);
+            if iteration >= base && guarantee_kept {
+                break;
+            }
             step.geometry.contacts(&q_hat, margin, &mut sc.candidates);
             // f(q̂): which contacts the prediction violates.
             sc.predicted.clear();
