@@ -155,37 +155,8 @@ fn pile_100_is_the_generated_pile_of_100() {
 fn pile_100_runs_5_s_with_every_lcp_solved_and_no_gap_below_a_micrometre() {
     let scene = scene::load(Path::new("scenes/pile_100.ron")).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(scene);
-    let (k, p) = sim.energy();
-    let mut previous = k + p;
-    let scale = previous.abs().max(1.0);
-    let steps = (5.0 / sim.params.dt).round() as usize;
-    let mut deepest = f64::INFINITY;
-    for step in 1..=steps {
-        let report = sim
-            .step()
-            .unwrap_or_else(|e| panic!("step {step}: {e}"))
-            .clone();
-        assert_eq!(
-            report.status,
-            LcpStatus::Solved,
-            "step {step}: {}",
-            sim.failure_message().unwrap_or_default()
-        );
-        deepest = deepest.min(report.min_gap);
-        assert!(
-            report.min_gap >= -1e-6,
-            "step {step} (t = {:.3} s): gap {:.3e} m",
-            report.t,
-            report.min_gap
-        );
-        let now = report.kinetic_energy + report.potential_energy;
-        assert!(
-            now - previous <= 1e-9 * scale,
-            "step {step} (t = {:.3} s): energy rose {:.3e} (relative)",
-            report.t,
-            (now - previous) / scale
-        );
-        previous = now;
-    }
-    eprintln!("pile_100: deepest gap {deepest:.3e} m over 5 s");
+    let (deepest, rise, unsolved, _) = guarantees_and_pivots(&mut sim, 5.0);
+    assert_eq!(unsolved, 0, "every LCP of the pile of 100 is solved");
+    assert!(deepest >= -1e-6, "deepest gap {deepest} m");
+    assert!(rise <= 1e-9, "energy rose by {rise} (relative) in one step");
 }
