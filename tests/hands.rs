@@ -5,7 +5,6 @@
 
 mod common;
 
-use contactlab::cli::csv_row;
 use contactlab::model::{Model, Other, Perturbation};
 use contactlab::params::StepperKind;
 use contactlab::scene::{self, write};
@@ -277,16 +276,6 @@ fn the_timeline_keeps_its_span_and_its_memory_cap() {
     );
 }
 
-/// Every CSV row from the state after `steps` more steps.
-fn rows(sim: &mut Simulation, steps: usize) -> Vec<String> {
-    (0..steps)
-        .map(|_| {
-            sim.step().expect("step");
-            csv_row(sim.model(), &sim.params, &sim.state, sim.last.as_ref())
-        })
-        .collect()
-}
-
 #[test]
 fn a_snapshot_continues_bit_identically() {
     let dir = temp_dir("snapshot");
@@ -295,17 +284,17 @@ fn a_snapshot_continues_bit_identically() {
         if let Some(kind) = stepper {
             original.params.stepper = kind;
         }
-        rows(&mut original, 90);
+        common::csv_rows(&mut original, 90);
         let t_saved = original.state.t;
         let path = dir.join(format!("{scene}.state.ron"));
         original.save_snapshot(&path).expect("snapshot written");
-        let expected = rows(&mut original, 60);
+        let expected = common::csv_rows(&mut original, 60);
 
         let mut restarted = load(scene);
         restarted.params = original.params.clone();
         snapshot::load_into(&mut restarted, &path).expect("snapshot loads");
         assert_eq!(restarted.steps, 90);
-        assert_eq!(rows(&mut restarted, 60), expected, "{scene}");
+        assert_eq!(common::csv_rows(&mut restarted, 60), expected, "{scene}");
 
         // Without the steppers' memory the run starts cold: the same physics,
         // not necessarily the same bits.
@@ -324,7 +313,7 @@ fn a_snapshot_continues_bit_identically() {
 fn snapshot_errors_name_the_file_line_and_field() {
     let dir = temp_dir("snapshot-errors");
     let mut pile = load("pile.ron");
-    rows(&mut pile, 3);
+    common::csv_rows(&mut pile, 3);
     let path = dir.join("pile.state.ron");
     pile.save_snapshot(&path).expect("written");
     let text = std::fs::read_to_string(&path).expect("read");
@@ -546,7 +535,7 @@ fn run_from_a_snapshot_matches_the_uninterrupted_run_row_for_row() {
     };
     let full = run(&["--duration", "0.6"], &dir.join("full.csv"));
     let mut sim = load("pile.ron");
-    rows(&mut sim, 60);
+    common::csv_rows(&mut sim, 60);
     let snapshot = dir.join("pile-60.ron");
     sim.save_snapshot(&snapshot).expect("snapshot");
     let part = run(

@@ -6,7 +6,6 @@
 
 mod common;
 
-use contactlab::cli::csv_row;
 use contactlab::params::StepperKind;
 use contactlab::scene;
 use contactlab::sim::Simulation;
@@ -20,16 +19,6 @@ fn load(name: &str) -> Simulation {
 
 fn data(name: &str) -> PathBuf {
     common::project_dir().join("tests").join("data").join(name)
-}
-
-/// Every CSV row from the state after `steps` more steps.
-fn rows(sim: &mut Simulation, steps: usize) -> Vec<String> {
-    (0..steps)
-        .map(|_| {
-            sim.step().expect("step");
-            csv_row(sim.model(), &sim.params, &sim.state, sim.last.as_ref())
-        })
-        .collect()
 }
 
 /// The old files, their scenes and steppers.
@@ -51,15 +40,15 @@ fn a_snapshot_from_before_the_pipeline_continues_bit_identically() {
     for (scene, stepper, file) in OLD {
         let mut original = load(scene);
         original.params.stepper = stepper;
-        rows(&mut original, 90);
-        let expected = rows(&mut original, 60);
+        common::csv_rows(&mut original, 90);
+        let expected = common::csv_rows(&mut original, 60);
 
         let mut restarted = load(scene);
         restarted.params = original.params.clone();
         snapshot::load_into(&mut restarted, &data(file)).expect("an old snapshot loads");
         assert_eq!(restarted.steps, 90);
         assert_eq!(restarted.stepper_memory().scheme, stepper);
-        assert_eq!(rows(&mut restarted, 60), expected, "{file}");
+        assert_eq!(common::csv_rows(&mut restarted, 60), expected, "{file}");
 
         // Its memory is what makes the rows equal: started cold from the
         // same state, the run differs.
@@ -69,7 +58,11 @@ fn a_snapshot_from_before_the_pipeline_continues_bit_identically() {
         restarted.params = original.params.clone();
         cold.apply(&mut restarted, &source, &data(file))
             .expect("applies");
-        assert_ne!(rows(&mut restarted, 60), expected, "{file} cold");
+        assert_ne!(
+            common::csv_rows(&mut restarted, 60),
+            expected,
+            "{file} cold"
+        );
     }
 }
 
@@ -90,7 +83,10 @@ fn an_old_snapshot_is_saved_in_the_current_form() {
     again
         .apply(&mut other, &text, Path::new("again.ron"))
         .expect("applies");
-    assert_eq!(rows(&mut other, 30), rows(&mut sim, 30));
+    assert_eq!(
+        common::csv_rows(&mut other, 30),
+        common::csv_rows(&mut sim, 30)
+    );
 }
 
 /// A memory section that mixes the two forms is refused with its file and

@@ -103,3 +103,14 @@ pub fn shipped_scenes() -> Vec<std::path::PathBuf> {
     paths.sort();
     paths
 }
+
+/// Every CSV row (`contactlab run`'s format) from the state after `steps`
+/// more steps of `sim`.
+pub fn csv_rows(sim: &mut contactlab::sim::Simulation, steps: usize) -> Vec<String> {
+    (0..steps)
+        .map(|_| {
+            sim.step().expect("step");
+            contactlab::cli::csv_row(sim.model(), &sim.params, &sim.state, sim.last.as_ref())
+        })
+        .collect()
+}
