@@ -740,3 +740,100 @@ fn falling_ball_lands_inelastically_at_the_collision_time() {
     );
     assert_eq!(s.state.v.amax(), 0.0, "inelastic and at rest");
 }
+
+/// W of Theorem 2.1 kept by components of M̂ and ν
+/// ([`contactlab::model::BlockInverse`]) is the dense W: on the joint and
+/// spring scenes, and on `pile.ron` with every body spinning (the gyroscopic
+/// K_c couples each body's three rotations, nothing else), where it has
+/// exactly 4 components a body (three translations, one rotation block).
+/// The LCP (24) assembled from it, whole and part by part, has the dense
+/// W's entries.
+#[test]
+fn w_by_components_is_the_dense_schur_complement_and_gives_the_same_lcp() {
+    use contactlab::model::MassInverse;
+    use contactlab::stepper::anitescu_potra::{block_inverse, eliminate_joints};
+    use contactlab::stepper::assembly::Impulses;
+    for name in [
+        "chain.ron",
+        "two_bar_linkage.ron",
+        "two_blocks_damper.ron",
+        "pile.ron",
+    ] {
+        let mut s = sim(name, StepperKind::AnitescuPotra, 20.0);
+        if name == "pile.ron" {
+            // Settle into contact first, then spin every body.
+            for _ in 0..60 {
+                s.step().unwrap_or_else(|e| panic!("{e}"));
+            }
+            for i in 0..s.state.v.len() / 6 {
+                for a in 0..3 {
+                    s.state.v[6 * i + 3 + a] = 0.3 + 0.1 * a as f64 + 0.01 * i as f64;
+                }
+            }
+        }
+        let (model, params, state) = (s.model(), &s.params, &s.state);
+        let h = params.dt;
+        let terms = model.linearly_implicit(&state.q, &state.v, state.t, params);
+        let m_hat = model.mass_matrix() + terms.velocity * h + terms.position * (h * h);
+        let nu = model.joint_rows(&state.q).gradients;
+        let dense = eliminate_joints(&m_hat, &nu).unwrap_or_else(|| panic!("{name}: W exists"));
+        let blocks = block_inverse(&m_hat, &nu).unwrap_or_else(|| panic!("{name}: W exists"));
+        let scale = dense.amax();
+        let error = (blocks.to_dense() - &dense).amax();
+        assert!(error <= 1e-12 * scale, "{name}: |W - W_dense| = {error:e}");
+        if name == "pile.ron" {
+            assert_eq!(blocks.components_of().len(), 4 * model.dof() / 6, "{name}");
+        }
+        let contacts = model.contacts(&state.q, params.edges, 1e-3);
+        let contacts: Vec<_> = contacts.iter().collect();
+        if contacts.is_empty() {
+            continue;
+        }
+        let gaps = vec![0.0; contacts.len()];
+        let mu = vec![params.mu; contacts.len()];
+        let by_blocks = Impulses::new(&contacts, MassInverse::Blocks(&blocks), model.dof());
+        let by_dense = Impulses::new(&contacts, MassInverse::Dense(&dense), model.dof());
+        let whole = by_dense.lcp(&state.v, &gaps, &mu);
+        // A dense W couples every contact: one part, the whole LCP.
+        let parts = by_dense.parts();
+        assert_eq!(parts.len(), 1, "{name}");
+        let (index, one) = by_dense.lcp_part(&parts[0], &state.v, &gaps, &mu);
+        assert_eq!(index, (0..whole.size()).collect::<Vec<_>>(), "{name}");
+        assert!(
+            (&one.m - &whole.m).amax() <= 1e-12 * whole.m.amax(),
+            "{name}"
+        );
+        let lcp = by_blocks.lcp(&state.v, &gaps, &mu);
+        let m_scale = whole.m.amax();
+        assert!((&lcp.m - &whole.m).amax() <= 1e-12 * m_scale, "{name}");
+        assert!(
+            (&lcp.q - &whole.q).amax() <= 1e-12 * whole.q.amax().max(1.0),
+            "{name}"
+        );
+        let mut covered = vec![0; whole.size()];
+        for part in by_blocks.parts() {
+            let (index, piece) = by_blocks.lcp_part(&part, &state.v, &gaps, &mu);
+            for (a, &i) in index.iter().enumerate() {
+                covered[i] += 1;
+                assert!((piece.q[a] - whole.q[i]).abs() <= 1e-12 * whole.q.amax().max(1.0));
+                for (b, &k) in index.iter().enumerate() {
+                    let d = (piece.m[(a, b)] - whole.m[(i, k)]).abs();
+                    assert!(
+                        d <= 1e-12 * m_scale,
+                        "{name}: part entry ({i}, {k}) off by {d:e}"
+                    );
+                }
+            }
+            // Nothing couples a part to the rest.
+            for &i in &index {
+                for k in (0..whole.size()).filter(|k| index.binary_search(k).is_err()) {
+                    assert_eq!(whole.m[(i, k)], 0.0, "{name}: ({i}, {k}) couples two parts");
+                }
+            }
+        }
+        assert!(
+            covered.iter().all(|&c| c == 1),
+            "{name}: parts partition the LCP"
+        );
+    }
+}

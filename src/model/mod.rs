@@ -6,6 +6,7 @@
 //! generalized linear systems in Glocker–Studer's form ([`linear`]). Steppers see
 //! only [`Model`], [`State`] and [`Contact`]; they never look at shapes.
 
+pub mod block_inverse;
 pub mod contact_set;
 pub mod element;
 pub mod jacobian;
@@ -18,6 +19,7 @@ use crate::params::Params;
 use nalgebra::{DMatrix, DVector, Vector3};
 use serde::{Deserialize, Serialize};
 
+pub use block_inverse::{BlockInverse, Component};
 pub use contact_set::{BroadPhase, ContactSet};
 pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
@@ -142,6 +144,9 @@ pub enum MassInverse<'a> {
     Diagonal(&'a DVector<f64>),
     /// Dense (a generalized linear system).
     Dense(&'a DMatrix<f64>),
+    /// Block-diagonal over the components of the coupling pattern
+    /// (Anitescu–Potra's W after the joints' elimination).
+    Blocks(&'a BlockInverse),
 }
 
 impl MassInverse<'_> {
@@ -150,6 +155,7 @@ impl MassInverse<'_> {
         match self {
             Self::Diagonal(d) => x.component_mul(d),
             Self::Dense(m) => *m * x,
+            Self::Blocks(w) => w.apply(x),
         }
     }
 }

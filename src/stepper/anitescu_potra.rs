@@ -35,7 +35,9 @@ use super::solve::{ContactProblem, ContactSolution, Failed};
 use super::step::{Detached, Solver, Step};
 use super::warm::Form;
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, ContactSet, MassInverse, Model, State};
+use crate::model::{
+    BlockInverse, Component, Contact, ContactId, ContactSet, MassInverse, Model, State,
+};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeSet;
@@ -282,7 +284,7 @@ fn still_active(contacts: &[&Contact], solved: &Velocity, settings: &StepSetting
 /// the joints' elimination (`None` when it does not exist) and v* = W(M v +
 /// h k̂).
 struct Posed {
-    schur: Option<DMatrix<f64>>,
+    schur: Option<BlockInverse>,
     free: DVector<f64>,
     dof: usize,
     mu: Vec<f64>,
@@ -315,9 +317,9 @@ fn pose(
         (mass.clone(), model.forces(q, v, state.t, params)) // (7)
     };
     let rhs = mass * v + k_hat * h; // right side of (12)
-    let schur = eliminate_joints(&m_hat, &model.joint_rows(q).gradients);
+    let schur = block_inverse(&m_hat, &model.joint_rows(q).gradients);
     let free = match &schur {
-        Some(w) => w * &rhs,
+        Some(w) => w.apply(&rhs),
         None => v.clone(),
     };
     Posed {
@@ -335,11 +337,11 @@ impl Posed {
     fn problem<'a>(
         &'a self,
         contacts: &'a [&'a Contact],
-        schur: &'a DMatrix<f64>,
+        schur: &'a BlockInverse,
     ) -> ContactProblem<'a> {
         ContactProblem {
             contacts,
-            map: MassInverse::Dense(schur),
+            map: MassInverse::Blocks(schur),
             dof: self.dof,
             free: &self.free,
             normal_terms: &self.gap_terms,
@@ -409,6 +411,38 @@ pub fn solve_velocity(
     timings.lcp_build += step.lcp_build;
     timings.lemke += step.solver.time();
     solved
+}
+
+/// W of Theorem 2.1 component by component ([`BlockInverse`]): M̂ and the
+/// joint columns restricted to each component of their coupling pattern,
+/// eliminated by [`eliminate_joints`]. `None` when a component's M̂ is
+/// singular or its S⁺ does not exist, as for the whole.
+pub fn block_inverse(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<BlockInverse> {
+    let groups = BlockInverse::components(m_hat, nu);
+    let dof = m_hat.nrows();
+    let mut group_of = vec![0; dof];
+    for (g, velocities) in groups.iter().enumerate() {
+        for &i in velocities {
+            group_of[i] = g;
+        }
+    }
+    // A joint column lies in one component (the components join what it
+    // touches); an all-zero column constrains nothing.
+    let mut columns: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
+    for (c, column) in nu.column_iter().enumerate() {
+        if let Some(i) = column.iter().position(|&x| x != 0.0) {
+            columns[group_of[i]].push(c);
+        }
+    }
+    let mut components = Vec::with_capacity(groups.len());
+    for (velocities, cols) in groups.into_iter().zip(columns) {
+        let g = velocities.len();
+        let block = DMatrix::from_fn(g, g, |a, b| m_hat[(velocities[a], velocities[b])]);
+        let nu_g = DMatrix::from_fn(g, cols.len(), |a, c| nu[(velocities[a], cols[c])]);
+        let w = eliminate_joints(&block, &nu_g)?;
+        components.push(Component { velocities, w });
+    }
+    Some(BlockInverse::new(dof, components))
 }
 
 /// W = M̂⁻¹ − M̂⁻¹ν S⁺ νᵀM̂⁻¹ with S = νᵀM̂⁻¹ν: the map from generalized impulse

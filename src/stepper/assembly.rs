@@ -14,7 +14,7 @@
 //! zero or a restitution term).
 
 use crate::lcp::Lcp;
-use crate::model::{Contact, ContactJacobian, MassInverse};
+use crate::model::{BlockInverse, Contact, ContactJacobian, MassInverse};
 use nalgebra::{DMatrix, DVector};
 
 /// The block layout of the assembled LCP.
@@ -81,6 +81,56 @@ enum Map {
         jacobian: DMatrix<f64>,
         w_jacobian: DMatrix<f64>,
     },
+    /// W block-diagonal over components; per contact, per component it
+    /// touches, its rows there and W times them.
+    Blocks {
+        inverse: BlockInverse,
+        parts: Vec<Vec<Part>>,
+        /// For each component, the contacts touching it.
+        touching: std::collections::BTreeMap<usize, Vec<usize>>,
+    },
+}
+
+/// A contact's rows on one component g of W: J_g ((k + 1) × |g|, row r the
+/// contact's row r) and W_g J_gᵀ (|g| × (k + 1)).
+struct Part {
+    component: usize,
+    rows: DMatrix<f64>,
+    weighted: DMatrix<f64>,
+}
+
+impl Part {
+    /// The parts of contact `c` over the components of `inverse`.
+    fn of(c: &ContactJacobian, inverse: &BlockInverse) -> Vec<Part> {
+        let components = inverse.components_of();
+        let mut parts: Vec<Part> = Vec::new();
+        let mut offset = 0;
+        for block in c.blocks() {
+            for i in block.range() {
+                let (g, p) = inverse.place(i);
+                let index = match parts.iter().position(|part| part.component == g) {
+                    Some(index) => index,
+                    None => {
+                        let len = components[g].velocities.len();
+                        parts.push(Part {
+                            component: g,
+                            rows: DMatrix::zeros(c.friction_count() + 1, len),
+                            weighted: DMatrix::zeros(0, 0),
+                        });
+                        parts.len() - 1
+                    }
+                };
+                for r in 0..=c.friction_count() {
+                    parts[index].rows[(r, p)] = c.row(r)[offset + i - block.start];
+                }
+            }
+            offset += block.len;
+        }
+        for part in &mut parts {
+            part.weighted = &components[part.component].w * part.rows.transpose();
+        }
+        parts
+    }
 }
 
 impl<'a> Impulses<'a> {
@@ -120,6 +170,22 @@ impl<'a> Impulses<'a> {
                 Map::Dense {
                     jacobian,
                     w_jacobian,
+                }
+            }
+            MassInverse::Blocks(inverse) => {
+                let parts: Vec<Vec<Part>> =
+                    jacobians.iter().map(|c| Part::of(c, inverse)).collect();
+                let mut touching: std::collections::BTreeMap<usize, Vec<usize>> =
+                    std::collections::BTreeMap::new();
+                for (j, list) in parts.iter().enumerate() {
+                    for part in list {
+                        touching.entry(part.component).or_default().push(j);
+                    }
+                }
+                Map::Blocks {
+                    inverse: inverse.clone(),
+                    parts,
+                    touching,
                 }
             }
         };
@@ -177,7 +243,224 @@ impl<'a> Impulses<'a> {
                 }
                 m
             }
+            Map::Blocks {
+                parts, touching, ..
+            } => {
+                // G_ik = J_iᵀ W J_k over the components both contacts touch;
+                // W need not be symmetric, so every ordered pair.
+                let mut m = DMatrix::zeros(n, n);
+                for (&g, list) in touching {
+                    for &a in list {
+                        let Some(pa) = parts[a].iter().find(|p| p.component == g) else {
+                            continue;
+                        };
+                        for &b in list {
+                            let Some(pb) = parts[b].iter().find(|p| p.component == g) else {
+                                continue;
+                            };
+                            let block = &pa.rows * &pb.weighted;
+                            for r in 0..block.nrows() {
+                                for s in 0..block.ncols() {
+                                    m[(self.column(a, r), self.column(b, s))] += block[(r, s)];
+                                }
+                            }
+                        }
+                    }
+                }
+                m
+            }
         }
+    }
+
+    /// The parts of the LCP that W does not couple: lists of contacts
+    /// (ascending, the parts ordered by their first contact) such that no
+    /// two contacts of different parts share a velocity block (W diagonal)
+    /// or a component of W (W by blocks). A dense W couples every contact.
+    pub fn parts(&self) -> Vec<Vec<usize>> {
+        let p = self.contacts.len();
+        let mut parent: Vec<usize> = (0..p).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        let lists: Vec<&Vec<usize>> = match &self.map {
+            Map::Diagonal { touching, .. } => touching.values().collect(),
+            Map::Blocks { touching, .. } => touching.values().collect(),
+            Map::Dense { .. } => {
+                return if p == 0 {
+                    Vec::new()
+                } else {
+                    vec![(0..p).collect()]
+                };
+            }
+        };
+        for list in lists {
+            for pair in list.windows(2) {
+                let (a, b) = (root(&mut parent, pair[0]), root(&mut parent, pair[1]));
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+        let mut parts: Vec<Vec<usize>> = Vec::new();
+        let mut part_of_root = vec![usize::MAX; p];
+        for j in 0..p {
+            let r = root(&mut parent, j);
+            if part_of_root[r] == usize::MAX {
+                part_of_root[r] = parts.len();
+                parts.push(Vec::new());
+            }
+            parts[part_of_root[r]].push(j);
+        }
+        parts
+    }
+
+    /// The contacts coupled to contact `a` through W (itself included), each
+    /// once, for the Delassus entries of one part.
+    fn neighbours(&self, a: usize, part: &[usize], out: &mut Vec<usize>) {
+        out.clear();
+        match &self.map {
+            Map::Dense { .. } => out.extend_from_slice(part),
+            Map::Diagonal { touching, .. } => {
+                for b in self.contacts[a].blocks() {
+                    out.extend(touching.get(&b.start).into_iter().flatten());
+                }
+            }
+            Map::Blocks {
+                parts, touching, ..
+            } => {
+                for piece in &parts[a] {
+                    out.extend(touching.get(&piece.component).into_iter().flatten());
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// G = JᵀWJ between rows r of contact a and s of contact b.
+    fn entry(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
+        match &self.map {
+            Map::Diagonal { w, .. } => {
+                self.contacts[a].coupling(r, self.contacts[b], s, w.as_slice())
+            }
+            Map::Dense {
+                jacobian,
+                w_jacobian,
+            } => jacobian
+                .column(self.column(a, r))
+                .dot(&w_jacobian.column(self.column(b, s))),
+            Map::Blocks { parts, .. } => parts[a]
+                .iter()
+                .filter_map(|pa| {
+                    let pb = parts[b].iter().find(|pb| pb.component == pa.component)?;
+                    Some(pa.rows.row(r).dot(&pb.weighted.column(s).transpose()))
+                })
+                .sum(),
+        }
+    }
+
+    /// The diagonal of JᵀWJ (the (β̃, c̃_n) rows), for the equilibration.
+    pub fn delassus_diagonal(&self) -> DVector<f64> {
+        let mut d = DVector::zeros(self.layout.friction + self.layout.contacts);
+        for (j, c) in self.contacts.iter().enumerate() {
+            for r in 0..=c.friction_count() {
+                d[self.column(j, r)] = self.entry(j, r, j, r);
+            }
+        }
+        d
+    }
+
+    /// The LCP (29) of the contacts `part` (a list from [`Self::parts`])
+    /// alone: its unknowns' indices in the whole LCP (ascending, so (β̃, c̃_n)
+    /// rows before λ̃ rows) and the LCP on them, with the same arguments as
+    /// [`Self::lcp`]. Only the part's entries are formed.
+    pub fn lcp_part(
+        &self,
+        part: &[usize],
+        free: &DVector<f64>,
+        gap_terms: &[f64],
+        mu: &[f64],
+    ) -> (Vec<usize>, Lcp) {
+        let layout = self.layout;
+        let mut index = Vec::new();
+        for &j in part {
+            index.extend((0..=self.contacts[j].friction_count()).map(|r| self.column(j, r)));
+            index.push(layout.lambda(j));
+        }
+        index.sort_unstable();
+        let local = |i: usize| {
+            index
+                .binary_search(&i)
+                .unwrap_or_else(|_| unreachable!("every unknown of the part is indexed"))
+        };
+        let size = index.len();
+        let mut m = DMatrix::zeros(size, size);
+        let mut q = DVector::zeros(size);
+        if let Map::Blocks {
+            parts, touching, ..
+        } = &self.map
+        {
+            // Component by component: J_aᵀ (W_g J_b) for every ordered pair
+            // of the part's contacts on component g, one small product each.
+            let mut components: Vec<usize> = part
+                .iter()
+                .flat_map(|&a| parts[a].iter().map(|piece| piece.component))
+                .collect();
+            components.sort_unstable();
+            components.dedup();
+            for g in components {
+                let list = touching.get(&g).map_or(&[][..], |l| l.as_slice());
+                for &a in list {
+                    let Some(pa) = parts[a].iter().find(|p| p.component == g) else {
+                        continue;
+                    };
+                    let rows: Vec<usize> = (0..pa.rows.nrows())
+                        .map(|r| local(self.column(a, r)))
+                        .collect();
+                    for &b in list {
+                        let Some(pb) = parts[b].iter().find(|p| p.component == g) else {
+                            continue;
+                        };
+                        let block = &pa.rows * &pb.weighted;
+                        for s in 0..block.ncols() {
+                            let k = local(self.column(b, s));
+                            for (r, &i) in rows.iter().enumerate() {
+                                m[(i, k)] += block[(r, s)];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut coupled = Vec::new();
+        for &a in part {
+            let ca = self.contacts[a];
+            if !matches!(self.map, Map::Blocks { .. }) {
+                self.neighbours(a, part, &mut coupled);
+                for &b in &coupled {
+                    for r in 0..=ca.friction_count() {
+                        let i = local(self.column(a, r));
+                        for s in 0..=self.contacts[b].friction_count() {
+                            m[(i, local(self.column(b, s)))] = self.entry(a, r, b, s);
+                        }
+                    }
+                }
+            }
+            let lambda = local(layout.lambda(a));
+            for i in 0..ca.friction_count() {
+                let row = local(self.first_beta[a] + i);
+                m[(row, lambda)] = 1.0; // Ẽ
+                m[(lambda, row)] = -1.0; // −Ẽᵀ
+            }
+            m[(lambda, local(layout.normal(a)))] = mu[a]; // μ̃
+            for r in 0..=ca.friction_count() {
+                q[local(self.column(a, r))] = ca.dot(r, free);
+            }
+            q[local(layout.normal(a))] += gap_terms[a];
+        }
+        (index, Lcp { m, q })
     }
 
     /// Jᵀx for a generalized vector x: (D̃ᵀx, ñᵀx).
@@ -238,6 +521,7 @@ impl<'a> Impulses<'a> {
                 let n = self.layout.friction + self.layout.contacts;
                 w_jacobian * z.rows(0, n)
             }
+            Map::Blocks { inverse, .. } => inverse.apply(&self.impulse(z)),
         }
     }
 }

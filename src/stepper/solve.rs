@@ -272,7 +272,9 @@ impl ContactSolver {
                     buffers,
                 ),
             },
-            MassInverse::Dense(_) => self.solve_dense(problem, form, settings),
+            MassInverse::Dense(_) | MassInverse::Blocks(_) => {
+                self.solve_dense(problem, form, settings)
+            }
         }
     }
 

@@ -20,8 +20,6 @@ use crate::stepper::glocker_studer::PlanarImpactLcp;
 use crate::stepper::settings::StepSettings;
 use crate::stepper::warm::{Form, Slots, normals_only};
 use nalgebra::{DMatrix, DVector};
-use std::collections::BTreeMap;
-use std::ops::Range;
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
 /// rejected problem (non-finite data from a diverging state) is a numerical
@@ -123,13 +121,13 @@ impl ContactSolver {
         let contacts = problem.contacts;
         let impulses = Impulses::new(contacts, problem.map, problem.dof);
         let layout = impulses.layout;
+        if form.by_parts() {
+            return self.solve_parts(problem, &impulses, form, settings);
+        }
         let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
         let nb = layout.friction;
         for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
             lcp.q[i] += term;
-        }
-        if form.by_parts() {
-            return self.solve_parts(problem, &impulses, lcp, form, settings);
         }
         let relaxed = problem.relaxed_normal_terms.map(|terms| {
             let mut relaxed = lcp.clone();
@@ -187,9 +185,10 @@ impl ContactSolver {
         }
     }
 
-    /// Anitescu–Potra's LCP (24), assembled as `lcp`: equilibrated, then
-    /// solved part by part ([`solve_by_parts`]), each part warm from the
-    /// bases its contacts had.
+    /// Anitescu–Potra's LCP (24), equilibrated and solved part by part:
+    /// the parts of [`Impulses::parts`] (contacts that share no component of
+    /// W), each assembled alone and started warm from the bases its
+    /// contacts had; the whole LCP is formed only when it is to be kept.
     ///
     /// Bodies of very different masses (Fig. 6: 1 and 1e8 kg) give rows of
     /// JᵀWJ that differ by the mass ratio; Lemke's tolerances need them
@@ -199,11 +198,17 @@ impl ContactSolver {
     /// dependent normals (a box on four corners, or rigidly linked bodies in
     /// the stiff limit) make bases nearly singular, and the regularization
     /// ladder on the scaled JᵀWJ separates the dependent rows.
+    ///
+    /// Solved as one, a pile's LCP (24) — degenerate as a whole — lost
+    /// Lemke's lexicographic order to rounding and ended on a ray at step
+    /// 43 of `pile.ron`; by parts it falls into parts of 10–40 unknowns
+    /// solved in 0–16 pivots. Forming only the parts also keeps a settled
+    /// pile of 100 bodies (LCPs of 1,500–3,000 unknowns) from assembling,
+    /// scaling and scanning n × n dense matrices on every solve.
     fn solve_parts(
         &mut self,
         problem: &ContactProblem<'_>,
         impulses: &Impulses<'_>,
-        lcp: Lcp,
         form: Form,
         settings: &StepSettings,
     ) -> ContactSolution {
@@ -215,21 +220,83 @@ impl ContactSolver {
             .map(|c| c.jacobian.friction_count())
             .collect();
         let warm = self.warm.basis(form, &ids, &friction, layout);
-        let scaling = equilibration(&lcp, layout);
-        let scaled = Lcp {
-            m: DMatrix::from_fn(lcp.m.nrows(), lcp.m.ncols(), |i, j| {
-                scaling[i] * lcp.m[(i, j)] * scaling[j]
-            }),
-            q: lcp.q.component_mul(&scaling),
+        let scaling = equilibration(&impulses.delassus_diagonal(), layout);
+        let normals = layout.normals();
+        let n = layout.size();
+        let mut solution = LcpSolution {
+            z: DVector::zeros(n),
+            w: DVector::zeros(n),
+            status: LcpStatus::Solved,
+            pivots: 0,
+            residual: 0.0,
+            basis: Vec::new(),
+            warm_started: false,
         };
-        let mut solution = solve_by_parts(&scaled, layout.normals(), warm.as_deref(), settings);
+        for part in impulses.parts() {
+            let (index, mut lcp) =
+                impulses.lcp_part(&part, problem.free, problem.normal_terms, problem.mu);
+            for (a, &i) in index.iter().enumerate() {
+                if let Some(term) = problem
+                    .friction_terms
+                    .get(i)
+                    .filter(|_| i < layout.friction)
+                {
+                    lcp.q[a] += term;
+                }
+            }
+            let scaled = Lcp {
+                m: DMatrix::from_fn(index.len(), index.len(), |a, b| {
+                    scaling[index[a]] * lcp.m[(a, b)] * scaling[index[b]]
+                }),
+                q: DVector::from_fn(index.len(), |a, _| lcp.q[a] * scaling[index[a]]),
+            };
+            let part_blocks = index.iter().filter(|&&i| i < normals.end).count();
+            let local = |basis: &[usize], keep: &dyn Fn(usize) -> bool| -> Vec<usize> {
+                basis
+                    .iter()
+                    .filter(|&&i| keep(i))
+                    .filter_map(|i| index.binary_search(i).ok())
+                    .collect()
+            };
+            let options = LemkeOptions {
+                warm_start: warm.as_deref().map(|b| local(b, &|_| true)),
+                warm_fallback: warm.as_deref().map(|b| local(b, &|i| normals.contains(&i))),
+                ..LemkeOptions::default()
+            };
+            let solved =
+                solve_regularized(&scaled, None, part_blocks, &options, settings, 0).solution;
+            for (a, &i) in index.iter().enumerate() {
+                solution.z[i] = solved.z[a] * scaling[i];
+                solution.w[i] = solved.w[a] / scaling[i];
+            }
+            solution
+                .basis
+                .extend(solved.basis.iter().map(|&a| index[a]));
+            solution.pivots += solved.pivots;
+            solution.residual = solution.residual.max(solved.residual);
+            if solved.status != LcpStatus::Solved {
+                solution.status = solved.status;
+                break;
+            }
+        }
+        solution.basis.sort_unstable();
         if solution.status == LcpStatus::Solved {
             self.warm
                 .record(form, &ids, &friction, layout, &solution.basis);
         }
-        solution.z.component_mul_assign(&scaling);
-        solution.w.component_div_assign(&scaling);
         let velocity = problem.free + impulses.velocity_change(&solution.z);
+        let kept = self.keep_lcp.then(|| {
+            let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
+            for (i, term) in problem
+                .friction_terms
+                .iter()
+                .enumerate()
+                .take(layout.friction)
+            {
+                lcp.q[i] += term;
+            }
+            lcp
+        });
         ContactSolution {
             status: solution.status,
             residual: solution.residual,
@@ -243,7 +310,7 @@ impl ContactSolver {
             largest_island: layout.size(),
             sweeps: 0,
             active: None,
-            lcp: self.keep_lcp.then_some(lcp),
+            lcp: kept,
         }
     }
 
@@ -321,98 +388,12 @@ fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
     })
 }
 
-/// Lemke, with the regularization ladder, on each independent part of
-/// `problem`: the connected components of its matrix's nonzero pattern, i.e.
-/// groups of contacts that share no body and are not coupled through W (a
-/// damper or a joint between their bodies puts entries there and joins
-/// them). Each part is an LCP (24) of its own with the same structure, and
-/// the solutions together solve the whole. A pile's 170-unknown LCP,
-/// degenerate as a whole (boxes on several corners; Lemke's lexicographic
-/// order is lost to rounding and it ends on a ray at step 43 of
-/// `pile.ron`), falls into parts of 10–40 unknowns solved in 0–16 pivots.
-/// The unknowns before `normals.end` (β̃, c̃_n) take the regularization; a
-/// part starts from the indices of `warm` (a basis of the whole) that fall in
-/// it, and, should that end on a ray, from their normal impulses alone.
-fn solve_by_parts(
-    problem: &Lcp,
-    normals: Range<usize>,
-    warm: Option<&[usize]>,
-    settings: &StepSettings,
-) -> LcpSolution {
-    let blocks = normals.end;
-    let n = problem.size();
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    for i in 0..n {
-        for j in (i + 1)..n {
-            if problem.m[(i, j)] != 0.0 || problem.m[(j, i)] != 0.0 {
-                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-                parent[a] = b;
-            }
-        }
-    }
-    let mut parts: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for i in 0..n {
-        parts.entry(root(&mut parent, i)).or_default().push(i);
-    }
-    let mut whole = LcpSolution {
-        z: DVector::zeros(n),
-        w: problem.q.clone(),
-        status: LcpStatus::Solved,
-        pivots: 0,
-        residual: 0.0,
-        basis: Vec::new(),
-        warm_started: false,
-    };
-    // Ascending indices keep each part's (β̃, c̃_n) rows ahead of its λ̃ rows.
-    for index in parts.into_values() {
-        let part = Lcp {
-            m: DMatrix::from_fn(index.len(), index.len(), |a, b| {
-                problem.m[(index[a], index[b])]
-            }),
-            q: DVector::from_fn(index.len(), |a, _| problem.q[index[a]]),
-        };
-        let part_blocks = index.iter().filter(|&&i| i < blocks).count();
-        let local = |basis: &[usize], keep: &dyn Fn(usize) -> bool| -> Vec<usize> {
-            basis
-                .iter()
-                .filter(|&&i| keep(i))
-                .filter_map(|i| index.binary_search(i).ok())
-                .collect()
-        };
-        let options = LemkeOptions {
-            warm_start: warm.map(|b| local(b, &|_| true)),
-            warm_fallback: warm.map(|b| local(b, &|i| normals.contains(&i))),
-            ..LemkeOptions::default()
-        };
-        let solved = solve_regularized(&part, None, part_blocks, &options, settings, 0).solution;
-        for (a, &i) in index.iter().enumerate() {
-            whole.z[i] = solved.z[a];
-            whole.w[i] = solved.w[a];
-        }
-        whole.basis.extend(solved.basis.iter().map(|&a| index[a]));
-        whole.pivots += solved.pivots;
-        whole.residual = whole.residual.max(solved.residual);
-        if solved.status != LcpStatus::Solved {
-            whole.status = solved.status;
-            break;
-        }
-    }
-    whole
-}
-
-/// The diagonal scaling of the LCP: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
+/// The diagonal scaling of the LCP from the diagonal of JᵀWJ: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
 /// the contact on its λ row (so μ̃ keeps its value).
-fn equilibration(problem: &Lcp, layout: Layout) -> DVector<f64> {
+fn equilibration(delassus: &DVector<f64>, layout: Layout) -> DVector<f64> {
     let size = layout.size();
-    let scale = problem.m.diagonal().amax().max(f64::MIN_POSITIVE);
-    let diagonal = |i: usize| problem.m[(i, i)].max(1e-14 * scale);
+    let scale = delassus.amax().max(f64::MIN_POSITIVE);
+    let diagonal = |i: usize| delassus[i].max(1e-14 * scale);
     let mut d = DVector::from_element(size, 1.0);
     for i in 0..layout.friction + layout.contacts {
         d[i] = 1.0 / diagonal(i).sqrt();
