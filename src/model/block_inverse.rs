@@ -44,49 +44,23 @@ impl BlockInverse {
     /// velocity.
     pub fn components(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Vec<Vec<usize>> {
         let n = m_hat.nrows();
-        let mut parent: Vec<usize> = (0..n).collect();
-        fn root(parent: &mut [usize], mut i: usize) -> usize {
-            while parent[i] != i {
-                parent[i] = parent[parent[i]];
-                i = parent[i];
-            }
-            i
-        }
-        fn join(parent: &mut [usize], a: usize, b: usize) {
-            let (ra, rb) = (root(parent, a), root(parent, b));
-            if ra != rb {
-                parent[ra.max(rb)] = ra.min(rb);
-            }
-        }
+        let mut sets = DisjointSets::new(n);
         for j in 0..n {
             for i in 0..n {
                 if i != j && m_hat[(i, j)] != 0.0 {
-                    join(&mut parent, i, j);
+                    sets.join(i, j);
                 }
             }
         }
         for column in nu.column_iter() {
-            let mut first = None;
-            for (i, &x) in column.iter().enumerate() {
-                if x != 0.0 {
-                    match first {
-                        None => first = Some(i),
-                        Some(f) => join(&mut parent, f, i),
-                    }
+            let mut touched = column.iter().enumerate().filter(|(_, x)| **x != 0.0);
+            if let Some((first, _)) = touched.next() {
+                for (i, _) in touched {
+                    sets.join(first, i);
                 }
             }
         }
-        let mut index_of_root = vec![usize::MAX; n];
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for i in 0..n {
-            let r = root(&mut parent, i);
-            if index_of_root[r] == usize::MAX {
-                index_of_root[r] = groups.len();
-                groups.push(Vec::new());
-            }
-            groups[index_of_root[r]].push(i);
-        }
-        groups
+        sets.groups()
     }
 
     /// W from each component's own W (`components` partition 0..dof).
@@ -142,6 +116,52 @@ impl BlockInverse {
             }
         }
         out
+    }
+}
+
+/// Disjoint sets of 0..n (union by smaller root, path halving): the
+/// components of W here, the independent parts of the LCP (24) in
+/// [`crate::stepper::assembly::Impulses::parts`].
+pub(crate) struct DisjointSets {
+    parent: Vec<usize>,
+}
+
+impl DisjointSets {
+    /// n singletons.
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            parent: (0..n).collect(),
+        }
+    }
+
+    fn root(&mut self, mut i: usize) -> usize {
+        while self.parent[i] != i {
+            self.parent[i] = self.parent[self.parent[i]];
+            i = self.parent[i];
+        }
+        i
+    }
+
+    /// Puts a and b in one set.
+    pub(crate) fn join(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        self.parent[ra.max(rb)] = ra.min(rb);
+    }
+
+    /// The sets, each ascending, ordered by their smallest element.
+    pub(crate) fn groups(mut self) -> Vec<Vec<usize>> {
+        let n = self.parent.len();
+        let mut index_of_root = vec![usize::MAX; n];
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in 0..n {
+            let r = self.root(i);
+            if index_of_root[r] == usize::MAX {
+                index_of_root[r] = groups.len();
+                groups.push(Vec::new());
+            }
+            groups[index_of_root[r]].push(i);
+        }
+        groups
     }
 }
 

@@ -14,6 +14,7 @@
 //! zero or a restitution term).
 
 use crate::lcp::Lcp;
+use crate::model::block_inverse::DisjointSets;
 use crate::model::{BlockInverse, Contact, ContactJacobian, MassInverse};
 use nalgebra::{DMatrix, DVector};
 
@@ -278,14 +279,6 @@ impl<'a> Impulses<'a> {
     /// or a component of W (W by blocks). A dense W couples every contact.
     pub fn parts(&self) -> Vec<Vec<usize>> {
         let p = self.contacts.len();
-        let mut parent: Vec<usize> = (0..p).collect();
-        fn root(parent: &mut [usize], mut i: usize) -> usize {
-            while parent[i] != i {
-                parent[i] = parent[parent[i]];
-                i = parent[i];
-            }
-            i
-        }
         let lists: Vec<&Vec<usize>> = match &self.map {
             Map::Diagonal { touching, .. } => touching.values().collect(),
             Map::Blocks { touching, .. } => touching.values().collect(),
@@ -297,23 +290,13 @@ impl<'a> Impulses<'a> {
                 };
             }
         };
+        let mut sets = DisjointSets::new(p);
         for list in lists {
             for pair in list.windows(2) {
-                let (a, b) = (root(&mut parent, pair[0]), root(&mut parent, pair[1]));
-                parent[a.max(b)] = a.min(b);
+                sets.join(pair[0], pair[1]);
             }
         }
-        let mut parts: Vec<Vec<usize>> = Vec::new();
-        let mut part_of_root = vec![usize::MAX; p];
-        for j in 0..p {
-            let r = root(&mut parent, j);
-            if part_of_root[r] == usize::MAX {
-                part_of_root[r] = parts.len();
-                parts.push(Vec::new());
-            }
-            parts[part_of_root[r]].push(j);
-        }
-        parts
+        sets.groups()
     }
 
     /// The contacts coupled to contact `a` through W (itself included), each
