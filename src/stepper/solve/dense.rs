@@ -10,8 +10,8 @@
 //! ([`crate::stepper::warm`]), contact by contact.
 
 use super::{
-    ContactProblem, ContactSolution, ContactSolver, Unknowns, failed_solution, frictionless_basis,
-    ladder,
+    ContactProblem, ContactSolution, ContactSolver, Unknowns, contact_options, failed_solution,
+    frictionless_basis, ladder,
 };
 use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
@@ -70,7 +70,7 @@ pub fn solve_regularized(
     settings: &StepSettings,
     first: usize,
 ) -> Regularized {
-    let cold = LemkeOptions::default();
+    let cold = contact_options();
     let mut pivots = 0;
     let mut last = None;
     let levels = settings.regularization.len();
@@ -151,7 +151,7 @@ impl ContactSolver {
         let options = LemkeOptions {
             warm_start,
             warm_fallback,
-            ..LemkeOptions::default()
+            ..contact_options()
         };
         let regularized = solve_regularized(
             &lcp,
@@ -261,7 +261,7 @@ impl ContactSolver {
             let options = LemkeOptions {
                 warm_start: warm.as_deref().map(|b| local(b, &|_| true)),
                 warm_fallback: warm.as_deref().map(|b| local(b, &|i| normals.contains(&i))),
-                ..LemkeOptions::default()
+                ..contact_options()
             };
             let solved =
                 solve_regularized(&scaled, None, part_blocks, &options, settings, 0).solution;
@@ -331,7 +331,7 @@ impl ContactSolver {
         let options = LemkeOptions {
             warm_start,
             warm_fallback,
-            ..LemkeOptions::default()
+            ..contact_options()
         };
         let solution = solve_or_fail(&problem.lcp, &options);
         let solved = solution.status == LcpStatus::Solved;

@@ -2,7 +2,8 @@
 //! an island's unknowns sit in the whole problem, and the frictionless start
 //! of a cold solve.
 
-use crate::lcp::{self, Lcp, LcpMatrix, LcpStatus, LemkeOptions, Principal};
+use super::contact_options;
+use crate::lcp::{self, Lcp, LcpMatrix, LcpStatus, Principal};
 use crate::model::Contact;
 use crate::stepper::assembly::Layout;
 use nalgebra::{DMatrix, DVector};
@@ -149,7 +150,7 @@ pub(super) fn frictionless_basis<M: LcpMatrix + ?Sized>(
     }
     let indices: Vec<usize> = (start..start + p).collect();
     let q_n = q.rows(start, p).into_owned();
-    let options = LemkeOptions::default();
+    let options = contact_options();
     let solution = if structured {
         lcp::solve_structured(&Principal::new(m, indices), &q_n, &options)
     } else {
