@@ -342,21 +342,28 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
         }
     }
     let Some(mut tableau) = Tableau::<M, F>::cold(m, &shifted, vec![1.0; n], options) else {
-        return Ok(LcpSolution {
-            z: DVector::zeros(n),
-            w: q.clone(),
-            status: LcpStatus::NumericalFailure,
-            pivots: spent,
-            residual: f64::INFINITY,
-            basis: Vec::new(),
-            warm_started: false,
-        });
+        return Ok(no_cold_start(q, spent));
     };
     tableau.plain = true;
     let status = tableau.run(max_pivots.saturating_sub(spent));
     let mut solution = check(tableau.finish(status, false));
     solution.pivots += spent;
     Ok(solution)
+}
+
+/// The result when not even the cold start's tableau can be built (products
+/// of finite data that overflow): z = 0, a numerical failure after the
+/// `pivots` already spent.
+fn no_cold_start(q: &DVector<f64>, pivots: usize) -> LcpSolution {
+    LcpSolution {
+        z: DVector::zeros(q.len()),
+        w: q.clone(),
+        status: LcpStatus::NumericalFailure,
+        pivots,
+        residual: f64::INFINITY,
+        basis: Vec::new(),
+        warm_started: false,
+    }
 }
 
 /// One run of the method; the flag says whether a basis repeated (cycling).
@@ -399,16 +406,7 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
         }
     }
     let Some(mut tableau) = Tableau::<M, F>::cold(m, q, covering, options) else {
-        let solution = LcpSolution {
-            z: DVector::zeros(n),
-            w: q.clone(),
-            status: LcpStatus::NumericalFailure,
-            pivots: pivots_spent,
-            residual: f64::INFINITY,
-            basis: Vec::new(),
-            warm_started: false,
-        };
-        return Ok((solution, false));
+        return Ok((no_cold_start(q, pivots_spent), false));
     };
     let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
     let cycled = tableau.cycled;

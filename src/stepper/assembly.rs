@@ -244,31 +244,51 @@ impl<'a> Impulses<'a> {
                 }
                 m
             }
-            Map::Blocks {
-                parts, touching, ..
-            } => {
-                // G_ik = J_iᵀ W J_k over the components both contacts touch;
-                // W need not be symmetric, so every ordered pair.
+            Map::Blocks { touching, .. } => {
                 let mut m = DMatrix::zeros(n, n);
-                for (&g, list) in touching {
-                    for &a in list {
-                        let Some(pa) = parts[a].iter().find(|p| p.component == g) else {
-                            continue;
-                        };
-                        for &b in list {
-                            let Some(pb) = parts[b].iter().find(|p| p.component == g) else {
-                                continue;
-                            };
-                            let block = &pa.rows * &pb.weighted;
-                            for r in 0..block.nrows() {
-                                for s in 0..block.ncols() {
-                                    m[(self.column(a, r), self.column(b, s))] += block[(r, s)];
-                                }
-                            }
+                self.add_component_couplings(touching.keys().copied(), |i| i, &mut m);
+                m
+            }
+        }
+    }
+
+    /// Adds J_aᵀ (W_g J_b) into `m` at (`place`(a's row), `place`(b's row))
+    /// for every ordered pair of contacts a, b on each component g of
+    /// `components` (W by blocks; W need not be symmetric, so every ordered
+    /// pair), one small product per pair and component.
+    fn add_component_couplings(
+        &self,
+        components: impl Iterator<Item = usize>,
+        place: impl Fn(usize) -> usize,
+        m: &mut DMatrix<f64>,
+    ) {
+        let Map::Blocks {
+            parts, touching, ..
+        } = &self.map
+        else {
+            return;
+        };
+        for g in components {
+            let list = touching.get(&g).map_or(&[][..], |l| l.as_slice());
+            for &a in list {
+                let Some(pa) = parts[a].iter().find(|p| p.component == g) else {
+                    continue;
+                };
+                let rows: Vec<usize> = (0..pa.rows.nrows())
+                    .map(|r| place(self.column(a, r)))
+                    .collect();
+                for &b in list {
+                    let Some(pb) = parts[b].iter().find(|p| p.component == g) else {
+                        continue;
+                    };
+                    let block = &pa.rows * &pb.weighted;
+                    for s in 0..block.ncols() {
+                        let k = place(self.column(b, s));
+                        for (r, &i) in rows.iter().enumerate() {
+                            m[(i, k)] += block[(r, s)];
                         }
                     }
                 }
-                m
             }
         }
     }
@@ -280,8 +300,9 @@ impl<'a> Impulses<'a> {
     pub fn parts(&self) -> Vec<Vec<usize>> {
         let p = self.contacts.len();
         let lists: Vec<&Vec<usize>> = match &self.map {
-            Map::Diagonal { touching, .. } => touching.values().collect(),
-            Map::Blocks { touching, .. } => touching.values().collect(),
+            Map::Diagonal { touching, .. } | Map::Blocks { touching, .. } => {
+                touching.values().collect()
+            }
             Map::Dense { .. } => {
                 return if p == 0 {
                     Vec::new()
@@ -299,27 +320,23 @@ impl<'a> Impulses<'a> {
         sets.groups()
     }
 
-    /// The contacts coupled to contact `a` through W (itself included), each
-    /// once, for the Delassus entries of one part.
-    fn neighbours(&self, a: usize, part: &[usize], out: &mut Vec<usize>) {
-        out.clear();
-        match &self.map {
-            Map::Dense { .. } => out.extend_from_slice(part),
-            Map::Diagonal { touching, .. } => {
-                for b in self.contacts[a].blocks() {
-                    out.extend(touching.get(&b.start).into_iter().flatten());
-                }
-            }
-            Map::Blocks {
-                parts, touching, ..
-            } => {
-                for piece in &parts[a] {
-                    out.extend(touching.get(&piece.component).into_iter().flatten());
+    /// Sets the entries of JᵀWJ between contact a's rows and each of
+    /// `coupled`'s, at their `place`.
+    fn set_entries(
+        &self,
+        a: usize,
+        coupled: &[usize],
+        place: impl Fn(usize) -> usize,
+        m: &mut DMatrix<f64>,
+    ) {
+        for &b in coupled {
+            for r in 0..=self.contacts[a].friction_count() {
+                let i = place(self.column(a, r));
+                for s in 0..=self.contacts[b].friction_count() {
+                    m[(i, place(self.column(b, s)))] = self.entry(a, r, b, s);
                 }
             }
         }
-        out.sort_unstable();
-        out.dedup();
     }
 
     /// G = JᵀWJ between rows r of contact a and s of contact b.
@@ -381,56 +398,26 @@ impl<'a> Impulses<'a> {
         let size = index.len();
         let mut m = DMatrix::zeros(size, size);
         let mut q = DVector::zeros(size);
-        if let Map::Blocks {
-            parts, touching, ..
-        } = &self.map
-        {
-            // Component by component: J_aᵀ (W_g J_b) for every ordered pair
-            // of the part's contacts on component g, one small product each.
-            let mut components: Vec<usize> = part
-                .iter()
-                .flat_map(|&a| parts[a].iter().map(|piece| piece.component))
-                .collect();
-            components.sort_unstable();
-            components.dedup();
-            for g in components {
-                let list = touching.get(&g).map_or(&[][..], |l| l.as_slice());
-                for &a in list {
-                    let Some(pa) = parts[a].iter().find(|p| p.component == g) else {
-                        continue;
-                    };
-                    let rows: Vec<usize> = (0..pa.rows.nrows())
-                        .map(|r| local(self.column(a, r)))
-                        .collect();
-                    for &b in list {
-                        let Some(pb) = parts[b].iter().find(|p| p.component == g) else {
-                            continue;
-                        };
-                        let block = &pa.rows * &pb.weighted;
-                        for s in 0..block.ncols() {
-                            let k = local(self.column(b, s));
-                            for (r, &i) in rows.iter().enumerate() {
-                                m[(i, k)] += block[(r, s)];
-                            }
-                        }
-                    }
+        match &self.map {
+            Map::Blocks { parts, .. } => {
+                let mut components: Vec<usize> = part
+                    .iter()
+                    .flat_map(|&a| parts[a].iter().map(|piece| piece.component))
+                    .collect();
+                components.sort_unstable();
+                components.dedup();
+                self.add_component_couplings(components.into_iter(), local, &mut m);
+            }
+            // Entry by entry (only Anitescu–Potra's W by blocks is solved by
+            // parts; the others are here for completeness and the tests).
+            Map::Diagonal { .. } | Map::Dense { .. } => {
+                for &a in part {
+                    self.set_entries(a, part, local, &mut m);
                 }
             }
         }
-        let mut coupled = Vec::new();
         for &a in part {
             let ca = self.contacts[a];
-            if !matches!(self.map, Map::Blocks { .. }) {
-                self.neighbours(a, part, &mut coupled);
-                for &b in &coupled {
-                    for r in 0..=ca.friction_count() {
-                        let i = local(self.column(a, r));
-                        for s in 0..=self.contacts[b].friction_count() {
-                            m[(i, local(self.column(b, s)))] = self.entry(a, r, b, s);
-                        }
-                    }
-                }
-            }
             let lambda = local(layout.lambda(a));
             for i in 0..ca.friction_count() {
                 let row = local(self.first_beta[a] + i);

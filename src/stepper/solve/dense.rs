@@ -35,6 +35,17 @@ pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
         .unwrap_or_else(|_| failed_solution(problem.size()))
 }
 
+/// The whole LCP (29) of `problem`, assembled through `impulses`, with the
+/// scheme's friction terms added to the β̃ rows.
+fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
+    let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
+    let nb = impulses.layout.friction;
+    for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
+        lcp.q[i] += term;
+    }
+    lcp
+}
+
 /// How a [`solve_regularized`] call ended: the solution, the LCP it solves
 /// when a fallback produced it, and the ladder level that solved it (0: the
 /// problem itself; i: the i-th regularization), to start the next step at.
@@ -124,11 +135,7 @@ impl ContactSolver {
         if form.by_parts() {
             return self.solve_parts(problem, &impulses, form, settings);
         }
-        let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
-        let nb = layout.friction;
-        for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
-            lcp.q[i] += term;
-        }
+        let lcp = whole_lcp(problem, &impulses);
         let relaxed = problem.relaxed_normal_terms.map(|terms| {
             let mut relaxed = lcp.clone();
             for (j, (term, own)) in terms.iter().zip(problem.normal_terms).enumerate() {
@@ -285,18 +292,7 @@ impl ContactSolver {
                 .record(form, &ids, &friction, layout, &solution.basis);
         }
         let velocity = problem.free + impulses.velocity_change(&solution.z);
-        let kept = self.keep_lcp.then(|| {
-            let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
-            for (i, term) in problem
-                .friction_terms
-                .iter()
-                .enumerate()
-                .take(layout.friction)
-            {
-                lcp.q[i] += term;
-            }
-            lcp
-        });
+        let kept = self.keep_lcp.then(|| whole_lcp(problem, impulses));
         ContactSolution {
             status: solution.status,
             residual: solution.residual,
