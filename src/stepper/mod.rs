@@ -10,6 +10,7 @@
 //! and friction pyramids come from the model; the LCP assembly shared by the
 //! schemes lives in [`assembly`], the tolerances in [`settings`].
 
+pub mod anderson;
 pub mod anitescu_potra;
 pub mod assembly;
 pub mod contact_lcp;

@@ -249,6 +249,7 @@ impl ContactSolver {
             tolerance: params.tolerance,
             max_sweeps: params.max_iterations,
             circular: params.cone() == FrictionCone::Circular,
+            acceleration: super::nsgs::DEFAULT_ACCELERATION,
         });
         self.sweeps = 0;
     }
