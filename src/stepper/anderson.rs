@@ -33,6 +33,10 @@ pub struct Anderson {
     dg: Vec<f64>,
     /// ΔFᵀΔF over the slots, `memory` × `memory`.
     gram: Vec<f64>,
+    /// ΔFᵀf of the latest iterate, by slot: kept up to date through
+    /// f_k = f_{k−1} + ΔF_newest, so that an iterate costs one dot product
+    /// for it instead of one a column.
+    rhs: Vec<f64>,
     /// Slots in use, and the slot of the oldest column.
     count: usize,
     oldest: usize,
@@ -76,6 +80,7 @@ impl Anderson {
         self.df.resize(self.memory * len, 0.0);
         self.dg.resize(self.memory * len, 0.0);
         self.gram.resize(self.memory * self.memory, 0.0);
+        self.rhs.resize(self.memory, 0.0);
         self.last_f.resize(len, 0.0);
         self.last_g.resize(len, 0.0);
     }
@@ -169,15 +174,25 @@ impl Anderson {
             s
         };
         let at = slot * n;
+        let (mut square, mut with_f) = (0.0, 0.0);
         for i in 0..n {
-            self.df[at + i] = f[i] - self.last_f[i];
+            let d = f[i] - self.last_f[i];
+            self.df[at + i] = d;
             self.dg[at + i] = g[i] - self.last_g[i];
+            square += d * d;
+            with_f += d * f[i];
         }
         for s in self.slots() {
+            if s == slot {
+                continue;
+            }
             let value = dot(&self.df[s * n..(s + 1) * n], &self.df[at..at + n]);
             self.gram[s * m + slot] = value;
             self.gram[slot * m + s] = value;
+            self.rhs[s] += value;
         }
+        self.gram[slot * m + slot] = square;
+        self.rhs[slot] = with_f;
     }
 
     /// The slots in use, oldest first.
@@ -186,8 +201,8 @@ impl Anderson {
         (0..self.count).map(move |i| (oldest + i) % m)
     }
 
-    /// Writes G(x) − ΔG γ into `out` (which holds f on entry) when the
-    /// normal equations have a finite solution.
+    /// Writes G(x) − ΔG γ into `out` when the normal equations have a
+    /// finite solution.
     fn mix(&self, out: &mut [f64], g: &[f64]) -> bool {
         let (m, n, c) = (self.memory, self.len, self.count);
         let slots: Vec<usize> = self.slots().collect();
@@ -199,7 +214,7 @@ impl Anderson {
                 a[(i, j)] = self.gram[si * m + sj];
             }
             scale = scale.max(a[(i, i)]);
-            b[i] = dot(&self.df[si * n..(si + 1) * n], out);
+            b[i] = self.rhs[si];
         }
         if !(scale > 0.0 && scale.is_finite()) {
             return false;

@@ -103,11 +103,12 @@ pub struct NsgsLimits {
 /// Gauss–Seidel moves one contact a sweep; the combination takes the long
 /// steps along it that the sweeps take one at a time. Measured (release,
 /// sweeps a step, plain → accelerated): `pile.ron` 0.3 s at 1e-8 37,152 (21
-/// steps at a limit of 100,000) → 61, and 2 s at the default 1e-4 309 (103
-/// steps at the limit of 1,000) → 22; `tower.ron` 1 s at 1e-8 2,204 → 84;
+/// steps at a limit of 100,000) → 64, and 2 s at the default 1e-4 309 (103
+/// steps at the limit of 1,000) → 31 (1 step); `tower.ron` 1 s at 1e-8
+/// 2,204 → 79;
 /// `hourglass.ron` 69 → 37, `avalanche.ron` 97 → 67, `silo.ron` 152 → 103
-/// (0.3–0.5 s at their shipped 1e-3; the grains' time a step barely moves:
-/// a combination costs about half a sweep). Memory 3 and 10 did as well as
+/// (0.3–0.5 s at their shipped 1e-3; the silo's time a step 19.1 → 17.5
+/// ms: a combination costs about 40 % of a sweep). Memory 3 and 10 did as well as
 /// 5 on the silo. The pyramid's sweeps are not combined: its local Lemke
 /// splits a friction force among the edges differently from sweep to sweep
 /// (opposite edges both carry impulse while a contact sticks), and
@@ -395,7 +396,9 @@ fn solve_cone(
         sweeps += 1;
         if memory > 0 {
             x.clear();
-            x.extend(cones.iter().flat_map(|c| c.r.iter().copied()));
+            for cone in cones.iter() {
+                x.extend_from_slice(cone.r.as_slice());
+            }
         }
         let (mut change, mut size) = (0.0, 0.0);
         // One fixed order, the problem's (the broad phase's). Alternating
@@ -457,7 +460,9 @@ fn solve_cone(
         }
         if memory > 0 {
             g.clear();
-            g.extend(cones.iter().flat_map(|c| c.r.iter().copied()));
+            for cone in cones.iter() {
+                g.extend_from_slice(cone.r.as_slice());
+            }
             if anderson.next(x, g) {
                 for (cone, next) in cones.iter_mut().zip(x.chunks_exact(3)) {
                     let next = Vector3::new(next[0], next[1], next[2]);
