@@ -48,6 +48,15 @@ pub struct StepSettings {
     /// spring of 1 kHz — whose static deflection the proximal shift of the
     /// right-hand side removes (see there).
     pub compliance: [f64; 3],
+    /// After a compliance solved an LCP (`compliance` on the islands,
+    /// `regularization` on the dense ladder), proximal point iterations
+    /// re-centre its shift on the solution while the defect εΔ|z − z⁰|, the
+    /// velocity by which the solution misses the scheme's own LCP, exceeds
+    /// `proximal_defect` times ‖q‖∞, up to `proximal_iterations` times
+    /// (`ContactSolver::solve_islands`, `solve::dense::solve_regularized`).
+    pub proximal_defect: f64,
+    /// See `proximal_defect`.
+    pub proximal_iterations: usize,
     /// LCPs of at least this many unknowns start from the compliance that
     /// solved the previous step ([`super::solve::solve_regularized`]): on a
     /// settled pile of boxes the unregularized attempt fails on every step and
@@ -102,6 +111,8 @@ impl Default for StepSettings {
             extra_gap_iterations: 8,
             regularization: [1e-6, 1e-4],
             compliance: [1e-4, 1e-3, 1e-2],
+            proximal_defect: 1e-6,
+            proximal_iterations: 8,
             remember_regularization_from: 100,
             zero: 1e-9,
             velocity_floor: 1e-3,

@@ -72,7 +72,9 @@ pub struct Regularized {
 /// has at least [`StepSettings::remember_regularization_from`] unknowns,
 /// warm; only if that fails does the ladder run from the bottom. The
 /// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
-/// itself when the warm start fails), the relaxed ones cold.
+/// itself when the warm start fails), the relaxed ones cold. A compliance's
+/// solution is then refined by proximal point iterations
+/// ([`StepSettings::proximal_defect`]).
 pub fn solve_regularized(
     problem: &Lcp,
     relaxed: Option<&Lcp>,
@@ -100,7 +102,41 @@ pub fn solve_regularized(
             for i in 0..blocks {
                 next.m[(i, i)] += regularization;
             }
-            (solve_or_fail(&next, options), Some(next))
+            let mut candidate = solve_or_fail(&next, options);
+            // Proximal point iterations, as on the islands' compliance
+            // (`ContactSolver::solve_islands`): LCP(M + εI, q − εz⁰) with
+            // z⁰ the last solution misses LCP(M, q) by ε(z − z⁰), which
+            // a light body under a heavy one turns into a velocity far
+            // from zero (ε z with z the heavy body's weight).
+            if candidate.status == LcpStatus::Solved {
+                let bound = settings.proximal_defect * base.q.amax().max(f64::MIN_POSITIVE);
+                let mut centre = DVector::<f64>::zeros(blocks);
+                for _ in 0..settings.proximal_iterations {
+                    let defect = (0..blocks)
+                        .map(|i| regularization * (candidate.z[i] - centre[i]).abs())
+                        .fold(0.0, f64::max);
+                    if defect <= bound {
+                        break;
+                    }
+                    let mut shifted = next.clone();
+                    for i in 0..blocks {
+                        centre[i] = candidate.z[i];
+                        shifted.q[i] = base.q[i] - regularization * centre[i];
+                    }
+                    let again = LemkeOptions {
+                        warm_start: Some(candidate.basis.clone()),
+                        ..cold.clone()
+                    };
+                    let more = solve_or_fail(&shifted, &again);
+                    pivots += more.pivots;
+                    if more.status != LcpStatus::Solved {
+                        break;
+                    }
+                    candidate = more;
+                    next = shifted;
+                }
+            }
+            (candidate, Some(next))
         };
         pivots += candidate.pivots;
         let solved = candidate.status == LcpStatus::Solved;
