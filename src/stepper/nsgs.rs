@@ -103,18 +103,19 @@ pub struct NsgsLimits {
 /// Gauss–Seidel moves one contact a sweep; the combination takes the long
 /// steps along it that the sweeps take one at a time. Measured (release,
 /// sweeps a step, plain → accelerated): `pile.ron` 0.3 s at 1e-8 37,152 (21
-/// steps at a limit of 100,000) → 64, and 2 s at the default 1e-4 309 (103
-/// steps at the limit of 1,000) → 31 (1 step); `tower.ron` 1 s at 1e-8
-/// 2,204 → 79;
-/// `hourglass.ron` 69 → 37, `avalanche.ron` 97 → 67, `silo.ron` 152 → 103
-/// (0.3–0.5 s at their shipped 1e-3; the silo's time a step 19.1 → 17.5
-/// ms: a combination costs about 40 % of a sweep). Memory 3 and 10 did as well as
-/// 5 on the silo. The pyramid's sweeps are not combined: its local Lemke
-/// splits a friction force among the edges differently from sweep to sweep
-/// (opposite edges both carry impulse while a contact sticks), and
-/// combining those iterates, even rewritten on the one or two edges around
-/// the force, went anywhere from 37× fewer sweeps on `pile.ron` to 30 steps
-/// at the sweep limit as the memory, regularization and safeguards varied.
+/// steps at a limit of 100,000) → 64 (over 1 s 82,065 and 161 of 200 steps
+/// at the limit → 41,718 and 83: the settled pile's jams, README), and 2 s
+/// at the default 1e-4 309 (103 steps at the limit of 1,000) → 31 (1 step);
+/// `tower.ron` 1 s at 1e-8 2,204 → 79; `hourglass.ron` 69 → 37,
+/// `avalanche.ron` 97 → 67, `silo.ron` 152 → 103 (0.3–0.5 s at their shipped
+/// 1e-3; the silo's time a step 19.1 → 17.5 ms: a combination costs about
+/// 40 % of a sweep). Memory 3 and 10 did as well as 5 on the silo. The
+/// pyramid's sweeps are not combined: its local Lemke splits a friction
+/// force among the edges differently from sweep to sweep (opposite edges
+/// both carry impulse while a contact sticks), and combining those iterates,
+/// even rewritten on the one or two edges around the force, went anywhere
+/// from 37× fewer sweeps on `pile.ron` to 30 steps at the sweep limit as the
+/// memory, regularization and safeguards varied.
 pub const DEFAULT_ACCELERATION: usize = 5;
 
 /// The full residual is computed at least every this many sweeps.
