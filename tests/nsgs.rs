@@ -316,7 +316,7 @@ fn the_solver_flags_are_checked() {
 /// a sweep: measured over its first second at 1e-8, 2,204 sweeps a step and
 /// up to 27,352 in one. The sweeps' Anderson acceleration
 /// (`nsgs::DEFAULT_ACCELERATION`) takes the long steps along it (measured:
-/// 79 a step, at most 773), so with a sweep limit of 2,000 every step
+/// 69 a step, at most 509), so with a sweep limit of 2,000 every step
 /// converges to 1e-8, and the tower keeps its gaps and energy and stands.
 #[test]
 fn nsgs_converges_on_the_tower_s_indeterminate_loads() {
