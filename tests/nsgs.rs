@@ -78,9 +78,8 @@ fn every_nsgs_solution_keeps_the_contact_law() {
         "rod.ron",
     ] {
         let mut sim = nsgs(load(name), 1e-10);
-        let (k, p) = sim.energy();
-        let mut previous = k + p;
-        let scale = previous.abs().max(1.0);
+        let mut energy = common::EnergyWatch::new(&sim);
+        let scale = energy.scale();
         let mu = sim.params.mu;
         let seconds = sim.params.duration;
         run(&mut sim, seconds, |_, r| {
@@ -90,14 +89,7 @@ fn every_nsgs_solution_keeps_the_contact_law() {
                 r.min_gap,
                 r.t
             );
-            let now = r.kinetic_energy + r.potential_energy;
-            assert!(
-                now - previous <= 1e-9 * scale,
-                "{name}: energy rose by {} at t = {}",
-                now - previous,
-                r.t
-            );
-            previous = now;
+            energy.check(r, 1e-9, name);
             for c in &r.contacts {
                 let limit = mu * c.normal_impulse;
                 match c.state {
@@ -327,20 +319,11 @@ fn nsgs_converges_on_the_tower_s_indeterminate_loads() {
     let mut sim = Simulation::new(scene);
     let top = sim.state.q.len() - 7;
     let start = (sim.state.q[top], sim.state.q[top + 1]);
-    let (k, p) = sim.energy();
-    let mut previous = k + p;
-    let scale = previous.abs().max(1.0);
+    let mut energy = common::EnergyWatch::new(&sim);
     run(&mut sim, 1.0, |_, r| {
         assert!(r.residual <= 1e-8, "residual {} at t = {}", r.residual, r.t);
         assert!(r.min_gap >= -1e-6, "gap {} at t = {}", r.min_gap, r.t);
-        let now = r.kinetic_energy + r.potential_energy;
-        assert!(
-            now - previous <= 1e-9 * scale,
-            "energy rose by {} at t = {}",
-            now - previous,
-            r.t
-        );
-        previous = now;
+        energy.check(r, 1e-9, "tower.ron");
     });
     let drift = (sim.state.q[top] - start.0).hypot(sim.state.q[top + 1] - start.1);
     assert!(drift < 1e-4, "the top box drifted {drift} m sideways");

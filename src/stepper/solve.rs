@@ -111,6 +111,59 @@ pub(super) fn ladder(
         .collect()
 }
 
+/// Proximal point iterations (Rockafellar 1976) after a compliance C (the
+/// diagonal `compliance`) solved LCP(M + C, q − C z⁰) with `solution`, z⁰
+/// being `centre`: that solution solves the scheme's own LCP(M, q) only up
+/// to the defect C(z − z⁰), a velocity. A contact with no impulse of its own
+/// to start from (z⁰ = 0: a new identity, such as the corner ids parry
+/// swaps between steps) under a heavy load on a light body makes it large:
+/// a 1 g box under 10⁸ kg, Δ = 10³, ε = 10⁻⁴ and z = 2.45·10⁶ N·s gave a
+/// defect of 2.4·10⁵ m/s, and the box left at 9.4·10⁵ m/s in a "solved"
+/// step. While the defect exceeds [`StepSettings::proximal_defect`] times
+/// ‖q‖∞, the centre moves to the solution and `solve` (given the shifted
+/// right-hand side and Lemke's options warm from the last basis: no pivots
+/// while the active set holds) solves again; each pass shrinks the defect
+/// by C/(λ + C) in each of M's eigendirections λ (10⁻⁴ a pass there). Ends
+/// at the last solved pass; returns its solution and, when the centre
+/// moved, the right-hand side q − C z⁰ it solves. Pivots are added to
+/// `pivots`.
+pub(super) fn proximal_passes(
+    q: &DVector<f64>,
+    compliance: &[f64],
+    centre: &mut DVector<f64>,
+    mut solution: LcpSolution,
+    settings: &StepSettings,
+    pivots: &mut usize,
+    mut solve: impl FnMut(&DVector<f64>, &LemkeOptions) -> LcpSolution,
+) -> (LcpSolution, Option<DVector<f64>>) {
+    let bound = settings.proximal_defect * q.amax().max(f64::MIN_POSITIVE);
+    let mut rhs = None;
+    for _ in 0..settings.proximal_iterations {
+        let defect = compliance
+            .iter()
+            .zip(solution.z.iter().zip(centre.iter()))
+            .map(|(c, (z, z0))| c * (z - z0).abs())
+            .fold(0.0, f64::max);
+        if defect <= bound {
+            break;
+        }
+        centre.copy_from(&solution.z);
+        let shifted = DVector::from_fn(q.len(), |i, _| q[i] - compliance[i] * centre[i]);
+        let again = LemkeOptions {
+            warm_start: Some(solution.basis.clone()),
+            ..contact_options()
+        };
+        let next = solve(&shifted, &again);
+        *pivots += next.pivots;
+        if next.status != LcpStatus::Solved {
+            break;
+        }
+        solution = next;
+        rhs = Some(shifted);
+    }
+    (solution, rhs)
+}
+
 /// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
 /// or the joints' Schur complement), the velocity without contact impulses
 /// and the scheme's right-hand-side terms.
@@ -554,45 +607,22 @@ impl ContactSolver {
                 let solved = candidate.status == LcpStatus::Solved;
                 let mut rhs = rhs.into_owned();
                 if solved && epsilon > 0.0 {
-                    // Proximal point iterations (Rockafellar 1976): the
-                    // solution solves LCP(M, q) up to the defect εΔ(z − z⁰),
-                    // a velocity. A contact with no impulse of its own to
-                    // start from (z⁰ = 0: a new identity, such as the corner
-                    // ids parry swaps between steps) under a heavy load on a
-                    // light body makes it large: a 1 g box under 10⁵ kg,
-                    // Δ = 10³, ε = 10⁻⁴ and z = 2.45·10⁶ N·s gave a defect of
-                    // 2.4·10⁵ m/s, and the box left at 9.4·10⁵ m/s in a
-                    // "solved" step. Re-centring on the solution shrinks the
-                    // defect by εΔ/(λ + εΔ) in each of M's eigendirections λ
-                    // (10⁻⁴ a pass there), from the last basis (no pivots
-                    // while the active set holds).
-                    let bound = settings.proximal_defect * base.amax().max(f64::MIN_POSITIVE);
-                    for _ in 0..settings.proximal_iterations {
-                        let defect = lcp
-                            .diagonal()
-                            .iter()
-                            .zip(candidate.z.iter().zip(centre.iter()))
-                            .map(|(d, (z, c))| epsilon * d * (z - c).abs())
-                            .fold(0.0, f64::max);
-                        if defect <= bound {
-                            break;
-                        }
-                        centre.copy_from(&candidate.z);
-                        let mut shifted = base.clone();
-                        for (i, (s, d)) in shifted.iter_mut().zip(lcp.diagonal()).enumerate() {
-                            *s -= epsilon * d * centre[i];
-                        }
-                        let again = LemkeOptions {
-                            warm_start: Some(candidate.basis.clone()),
-                            ..cold.clone()
-                        };
-                        let mut next = solve_structured_or_fail(&lcp, &scaled(&shifted), &again);
-                        unscale(&mut next);
-                        pivots += next.pivots;
-                        if next.status != LcpStatus::Solved {
-                            break;
-                        }
-                        candidate = next;
+                    let compliance: Vec<f64> = lcp.diagonal().iter().map(|d| epsilon * d).collect();
+                    let (refined, shifted) = proximal_passes(
+                        base,
+                        &compliance,
+                        &mut centre,
+                        candidate,
+                        settings,
+                        &mut pivots,
+                        |shifted, again| {
+                            let mut next = solve_structured_or_fail(&lcp, &scaled(shifted), again);
+                            unscale(&mut next);
+                            next
+                        },
+                    );
+                    candidate = refined;
+                    if let Some(shifted) = shifted {
                         rhs = shifted;
                     }
                 }

@@ -114,3 +114,46 @@ pub fn csv_rows(sim: &mut contactlab::sim::Simulation, steps: usize) -> Vec<Stri
         })
         .collect()
 }
+
+/// The total energy from step to step, for the invariant that no step
+/// raises it (Stewart–Trinkle §3.3, Moreau–Jean with ε = 0) by more than a
+/// tolerance relative to its magnitude at the start (at least 1 J).
+pub struct EnergyWatch {
+    previous: f64,
+    scale: f64,
+}
+
+impl EnergyWatch {
+    /// Starts from `sim`'s energy now.
+    pub fn new(sim: &contactlab::sim::Simulation) -> Self {
+        let (k, p) = sim.energy();
+        let previous = k + p;
+        Self {
+            previous,
+            scale: previous.abs().max(1.0),
+        }
+    }
+
+    /// The magnitude tolerances are relative to.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// The energy after the last step checked.
+    pub fn previous(&self) -> f64 {
+        self.previous
+    }
+
+    /// Asserts that `report`'s step raised the energy by at most
+    /// `tolerance` × the scale, and keeps its energy.
+    pub fn check(&mut self, report: &contactlab::stepper::StepReport, tolerance: f64, what: &str) {
+        let now = report.kinetic_energy + report.potential_energy;
+        assert!(
+            now - self.previous <= tolerance * self.scale,
+            "{what}: energy rose by {} at t = {}",
+            now - self.previous,
+            report.t
+        );
+        self.previous = now;
+    }
+}

@@ -11,7 +11,7 @@
 
 use super::{
     ContactProblem, ContactSolution, ContactSolver, Unknowns, contact_options, failed_solution,
-    frictionless_basis, ladder,
+    frictionless_basis, ladder, proximal_passes,
 };
 use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
@@ -103,38 +103,35 @@ pub fn solve_regularized(
                 next.m[(i, i)] += regularization;
             }
             let mut candidate = solve_or_fail(&next, options);
-            // Proximal point iterations, as on the islands' compliance
-            // (`ContactSolver::solve_islands`): LCP(M + εI, q − εz⁰) with
-            // z⁰ the last solution misses LCP(M, q) by ε(z − z⁰), which
-            // a light body under a heavy one turns into a velocity far
-            // from zero (ε z with z the heavy body's weight).
+            // The compliance εI on the first `blocks` rows, refined by
+            // proximal passes from z⁰ = 0 (the problem solved above).
             if candidate.status == LcpStatus::Solved {
-                let bound = settings.proximal_defect * base.q.amax().max(f64::MIN_POSITIVE);
-                let mut centre = DVector::<f64>::zeros(blocks);
-                for _ in 0..settings.proximal_iterations {
-                    let defect = (0..blocks)
-                        .map(|i| regularization * (candidate.z[i] - centre[i]).abs())
-                        .fold(0.0, f64::max);
-                    if defect <= bound {
-                        break;
-                    }
-                    let mut shifted = next.clone();
-                    for i in 0..blocks {
-                        centre[i] = candidate.z[i];
-                        shifted.q[i] = base.q[i] - regularization * centre[i];
-                    }
-                    let again = LemkeOptions {
-                        warm_start: Some(candidate.basis.clone()),
-                        ..cold.clone()
-                    };
-                    let more = solve_or_fail(&shifted, &again);
-                    pivots += more.pivots;
-                    if more.status != LcpStatus::Solved {
-                        break;
-                    }
-                    candidate = more;
-                    next = shifted;
-                }
+                let compliance: Vec<f64> = (0..next.size())
+                    .map(|i| if i < blocks { regularization } else { 0.0 })
+                    .collect();
+                let mut centre = DVector::zeros(next.size());
+                let first = candidate.pivots;
+                let mut passes = 0;
+                let (refined, shifted) = proximal_passes(
+                    &base.q,
+                    &compliance,
+                    &mut centre,
+                    candidate,
+                    settings,
+                    &mut passes,
+                    |shifted, again| {
+                        next.q.copy_from(shifted);
+                        solve_or_fail(&next, again)
+                    },
+                );
+                // Every solve's pivots once, the first and the passes'.
+                candidate = LcpSolution {
+                    pivots: first + passes,
+                    ..refined
+                };
+                // The LCP the kept solution solves (a failed last pass
+                // left its own right-hand side in `next`).
+                next.q = shifted.unwrap_or_else(|| base.q.clone());
             }
             (candidate, Some(next))
         };
