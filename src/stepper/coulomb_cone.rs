@@ -67,18 +67,33 @@ pub fn solve(
     mu: f64,
     previous: &Vector3<f64>,
 ) -> Vector3<f64> {
+    solve_classified(w, w_inverse, q, mu, previous, decoupled_and_isotropic(w))
+}
+
+/// [`solve`] with `isotropic` = [`decoupled_and_isotropic`]`(w)` known:
+/// NSGS decides it once per contact instead of at each visit.
+pub fn solve_classified(
+    w: &Matrix3<f64>,
+    w_inverse: &Matrix3<f64>,
+    q: &Vector3<f64>,
+    mu: f64,
+    previous: &Vector3<f64>,
+    isotropic: bool,
+) -> Vector3<f64> {
     if q.x >= 0.0 {
         return Vector3::zeros();
     }
     let stick = -(w_inverse * q);
-    if stick.x > 0.0 && (stick.y * stick.y + stick.z * stick.z).sqrt() <= mu * stick.x {
+    // ‖r_T‖ ≤ μ r_N compared squared (μ r_N > 0): no square root on the
+    // path every sticking contact takes.
+    if stick.x > 0.0 && stick.y * stick.y + stick.z * stick.z <= (mu * stick.x) * (mu * stick.x) {
         return stick;
     }
     let normal_only = Vector3::new(-q.x / w[(0, 0)], 0.0, 0.0);
     if mu == 0.0 {
         return normal_only;
     }
-    if decoupled_and_isotropic(w) {
+    if isotropic {
         // W = diag(a, b, b), a sphere's contact (its point on the line of
         // centres): r_N = −q_N/a, and u_T = b r_T + q_T is parallel to r_T
         // only along q_T, so the slip is along q_T and r_T = −μ r_N q_T/|q_T|.
@@ -110,7 +125,7 @@ pub fn solve(
 /// The sliding case's equation in the slip angle φ.
 /// W = diag(a, b, b) to within 1e-12 of its diagonal: no coupling between
 /// the normal and the tangents, the same compliance along both tangents.
-fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
+pub fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
     let scale = 1e-12 * w[(0, 0)].max(w[(1, 1)]);
     [
         w[(0, 1)],

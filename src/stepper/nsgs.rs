@@ -195,13 +195,17 @@ struct Cone {
     contact: usize,
     /// Its rows in the arena.
     span: Span,
-    /// The Delassus block W_jj in (n, t₁, t₂).
-    w: Matrix3<f64>,
-    /// The proximal shift σ = [`PROXIMAL`] · (W_jj)_NN, the local
-    /// problem's block W_jj + σI and its inverse (the sticking impulse).
-    shift: f64,
+    /// (W_jj)_NN of the Delassus block W_jj in (n, t₁, t₂): the residual's
+    /// scale.
+    w_nn: f64,
+    /// The local problem's block W_jj + σI, with σ = [`PROXIMAL`] ·
+    /// (W_jj)_NN the proximal shift, and its inverse (the sticking impulse).
     w_local: Matrix3<f64>,
     w_inverse: Matrix3<f64>,
+    /// Whether `w_local` is diag(a, b, b) (a sphere's contact: sliding in
+    /// closed form, [`coulomb_cone::decoupled_and_isotropic`]), decided once
+    /// rather than at every visit.
+    isotropic: bool,
     /// The scheme's terms on the n, t₁, t₂ rows.
     terms: Vector3<f64>,
     /// The impulse (r_N, r_T₁, r_T₂).
@@ -390,15 +394,15 @@ fn solve_cone(
                     };
                     coulomb_cone::project(&r, mu)
                 });
-            let span = Span::copy(jac, rows, w, arena);
-            span.add(arena, &r, velocity);
+            let span = Span::copy(jac, rows, arena);
+            span.add(arena, w, &r, velocity);
             cones.push(Cone {
                 contact: j,
                 span,
-                w: block,
-                shift,
+                w_nn: block[(0, 0)],
                 w_local,
                 w_inverse,
+                isotropic: coulomb_cone::decoupled_and_isotropic(&w_local),
                 terms: Vector3::new(
                     problem.normal_terms[j],
                     term(0),
@@ -437,14 +441,21 @@ fn solve_cone(
             // q: the local velocity without this contact's own impulse.
             // q: the local velocity without this contact's own impulse,
             // and the proximal term −σ r_old (see [`PROXIMAL`]).
-            let q = cone.span.dots(arena, &velocity) + cone.terms - cone.w * cone.r;
-            let q = q - cone.r * cone.shift;
-            let r = coulomb_cone::solve(&cone.w_local, &cone.w_inverse, &q, cone.mu, &cone.r);
+            // (W_jj + σI) r_old at once.
+            let q = cone.span.dots(arena, &velocity) + cone.terms - cone.w_local * cone.r;
+            let r = coulomb_cone::solve_classified(
+                &cone.w_local,
+                &cone.w_inverse,
+                &q,
+                cone.mu,
+                &cone.r,
+                cone.isotropic,
+            );
             // A non-finite local solution (only from non-finite data) keeps
             // the last impulse; the residual reports it.
             if r.iter().all(|x| x.is_finite()) {
                 let delta = r - cone.r;
-                cone.span.add(arena, &delta, &mut velocity);
+                cone.span.add(arena, w, &delta, &mut velocity);
                 change += delta.norm_squared();
                 cone.r = r;
             }
@@ -496,7 +507,7 @@ fn solve_cone(
             if anderson.next(x, g) {
                 for (cone, next) in cones.iter_mut().zip(x.chunks_exact(3)) {
                     let next = Vector3::new(next[0], next[1], next[2]);
-                    cone.span.add(arena, &(next - cone.r), &mut velocity);
+                    cone.span.add(arena, w, &(next - cone.r), &mut velocity);
                     cone.r = next;
                 }
             }
@@ -549,8 +560,10 @@ fn solve_cone(
 }
 
 /// Where one contact's rows live in [`Workspace::arena`]: its rows n, t₁,
-/// t₂ (n, t in the plane) on its blocks, then the same rows weighted by W
-/// (M⁻¹'s diagonal), one after the other. The sweeps read each contact from
+/// t₂ (n, t in the plane) on its blocks, one after the other (W, M⁻¹'s
+/// diagonal, is read from its own velocity-sized vector when an impulse is
+/// applied; a weighted copy of the rows doubled what a visit reads and
+/// measured no faster). The sweeps read each contact from
 /// one place, in the order they visit them, instead of from its Jacobian's
 /// own allocation among all the candidates' (the 5,000-grain silo's sweeps,
 /// whose candidates outnumber the contacts taking part ten to one, cost a
@@ -562,66 +575,140 @@ struct Span {
     count: usize,
     width: usize,
     rows: usize,
+    /// Which of the fixed-size kernels reads it (every block 6 long and three
+    /// rows: a rigid body in space; 3 long and two rows: in the plane).
+    shape: Shape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Space,
+    Plane,
+    General,
 }
 
 impl Span {
-    /// Copies rows 0..`rows` of `jac` and their W-weighted copies to the end
-    /// of `arena`.
-    fn copy(jac: &ContactJacobian, rows: usize, w: &[f64], arena: &mut Vec<f64>) -> Self {
+    /// Copies rows 0..`rows` of `jac` to the end of `arena`.
+    fn copy(jac: &ContactJacobian, rows: usize, arena: &mut Vec<f64>) -> Self {
         let offset = arena.len();
         let width = jac.width();
         for r in 0..rows {
             arena.extend_from_slice(jac.row(r));
         }
-        for r in 0..rows {
-            let mut at = 0;
-            for b in jac.blocks() {
-                let row = &jac.row(r)[at..at + b.len];
-                arena.extend(row.iter().zip(&w[b.range()]).map(|(a, d)| a * d));
-                at += b.len;
-            }
-        }
         let mut blocks = [jac.blocks()[0]; 2];
         blocks[..jac.blocks().len()].copy_from_slice(jac.blocks());
+        let uniform = |len: usize| jac.blocks().iter().all(|b| b.len == len);
+        let shape = match rows {
+            3 if uniform(6) => Shape::Space,
+            2 if uniform(3) => Shape::Plane,
+            _ => Shape::General,
+        };
         Self {
             offset,
             blocks,
             count: jac.blocks().len(),
             width,
             rows,
+            shape,
         }
     }
 
     /// (J v) on its rows (0 for an absent second tangent).
     fn dots(&self, arena: &[f64], v: &DVector<f64>) -> Vector3<f64> {
+        match self.shape {
+            Shape::Space => self.dots_fixed::<3, 6>(arena, v.as_slice()),
+            Shape::Plane => self.dots_fixed::<2, 3>(arena, v.as_slice()),
+            Shape::General => {
+                let mut out = Vector3::zeros();
+                rows_dot(
+                    &arena[self.offset..],
+                    self.width,
+                    &self.blocks[..self.count],
+                    v.as_slice(),
+                    &mut out.as_mut_slice()[..self.rows],
+                );
+                out
+            }
+        }
+    }
+
+    /// [`Span::dots`] for R rows on blocks of N velocities: fixed-size
+    /// slices the compiler unrolls (the silo's sweeps spent a third of their
+    /// time in the general loops over blocks and rows).
+    fn dots_fixed<const R: usize, const N: usize>(&self, arena: &[f64], v: &[f64]) -> Vector3<f64> {
+        let width = self.width;
+        let rows = &arena[self.offset..self.offset + R * width];
         let mut out = Vector3::zeros();
-        rows_dot(
-            &arena[self.offset..],
-            self.width,
-            &self.blocks[..self.count],
-            v.as_slice(),
-            &mut out.as_mut_slice()[..self.rows],
-        );
+        for (i, b) in self.blocks[..self.count].iter().enumerate() {
+            let Ok(part) = <&[f64; N]>::try_from(&v[b.start..b.start + N]) else {
+                continue;
+            };
+            for r in 0..R {
+                let start = r * width + i * N;
+                if let Ok(row) = <&[f64; N]>::try_from(&rows[start..start + N]) {
+                    out[r] += row.iter().zip(part).map(|(a, x)| a * x).sum::<f64>();
+                }
+            }
+        }
         out
     }
 
-    /// v += W Jᵀ Δr.
-    fn add(&self, arena: &[f64], delta: &Vector3<f64>, v: &mut DVector<f64>) {
-        let v = v.as_mut_slice();
-        let weighted = self.offset + self.rows * self.width;
-        let mut at = 0;
-        for b in &self.blocks[..self.count] {
-            let part = &mut v[b.range()];
-            for r in 0..self.rows {
-                if delta[r] == 0.0 {
-                    continue;
-                }
-                let start = weighted + r * self.width + at;
-                for (x, a) in part.iter_mut().zip(&arena[start..start + b.len]) {
-                    *x += delta[r] * a;
+    /// v += W Jᵀ Δr, with `w` the diagonal of W.
+    fn add(&self, arena: &[f64], w: &[f64], delta: &Vector3<f64>, v: &mut DVector<f64>) {
+        match self.shape {
+            Shape::Space => self.add_fixed::<3, 6>(arena, w, delta, v.as_mut_slice()),
+            Shape::Plane => self.add_fixed::<2, 3>(arena, w, delta, v.as_mut_slice()),
+            Shape::General => {
+                let v = v.as_mut_slice();
+                let mut at = 0;
+                for b in &self.blocks[..self.count] {
+                    let part = &mut v[b.range()];
+                    let weights = &w[b.range()];
+                    for r in 0..self.rows {
+                        if delta[r] == 0.0 {
+                            continue;
+                        }
+                        let start = self.offset + r * self.width + at;
+                        let row = &arena[start..start + b.len];
+                        for ((x, a), d) in part.iter_mut().zip(row).zip(weights) {
+                            *x += delta[r] * (a * d);
+                        }
+                    }
+                    at += b.len;
                 }
             }
-            at += b.len;
+        }
+    }
+
+    /// [`Span::add`] for R rows on blocks of N velocities.
+    fn add_fixed<const R: usize, const N: usize>(
+        &self,
+        arena: &[f64],
+        w: &[f64],
+        delta: &Vector3<f64>,
+        v: &mut [f64],
+    ) {
+        let width = self.width;
+        let rows = &arena[self.offset..self.offset + R * width];
+        for (i, b) in self.blocks[..self.count].iter().enumerate() {
+            let Ok(weights) = <&[f64; N]>::try_from(&w[b.start..b.start + N]) else {
+                continue;
+            };
+            let mut sum = [0.0; N];
+            for r in 0..R {
+                let start = r * width + i * N;
+                if let Ok(row) = <&[f64; N]>::try_from(&rows[start..start + N]) {
+                    for (s, a) in sum.iter_mut().zip(row) {
+                        *s += delta[r] * a;
+                    }
+                }
+            }
+            let Ok(part) = <&mut [f64; N]>::try_from(&mut v[b.start..b.start + N]) else {
+                continue;
+            };
+            for ((x, s), d) in part.iter_mut().zip(sum).zip(weights) {
+                *x += s * d;
+            }
         }
     }
 }
@@ -632,7 +719,7 @@ fn cone_residual(cones: &[Cone], arena: &[f64], velocity: &DVector<f64>) -> f64 
     let (mut error, mut size) = (0.0, 0.0);
     for cone in cones {
         let u = cone.span.dots(arena, velocity) + cone.terms;
-        let rho = 1.0 / cone.w[(0, 0)].max(f64::MIN_POSITIVE);
+        let rho = 1.0 / cone.w_nn.max(f64::MIN_POSITIVE);
         error += coulomb_cone::natural_map(&cone.r, &u, cone.mu, rho).norm_squared();
         size += cone.r.norm_squared();
     }
