@@ -375,6 +375,34 @@ fn feature_ids_stable_and_distinct_in_space() {
     assert_well_formed(&c1);
 }
 
+/// A brick in running bond (`scenes/experimental/wall.ron`): its bottom
+/// corners lie on the long top edges of the brick below, where parry's names
+/// for the clipped points (vertex–face or edge–edge) flip with rounding-level
+/// rotations. The ids follow where each point lies on each box instead, so
+/// they are the same under every such rotation (the wall's warm start maps
+/// its bases by them).
+#[test]
+fn running_bond_ids_do_not_flip_under_rounding_level_rotations() {
+    let brick = cuboid(0.1, 0.05, 0.05);
+    let below = iso3([-0.4523, 0.0, 0.05], [0.0; 3]);
+    let reference = pair::contacts_3d(
+        &brick,
+        &iso3([-0.3518, 0.0, 0.15], [0.0; 3]),
+        &brick,
+        &below,
+        0.005,
+    );
+    assert_eq!(reference.len(), 4, "{reference:?}");
+    assert_well_formed(&reference);
+    let expected = sorted_features(&reference);
+    for i in 0..24 {
+        let tiny = |k: usize| 1e-15 * ((i * 7 + k * 3) % 5) as f64 - 2e-15;
+        let upper = iso3([-0.3518, tiny(1) * 0.1, 0.15], [tiny(2), tiny(3), tiny(4)]);
+        let contacts = pair::contacts_3d(&brick, &upper, &brick, &below, 0.005);
+        assert_eq!(sorted_features(&contacts), expected, "rotation {i}");
+    }
+}
+
 // ---------------------------------------------------------------- plane
 
 #[test]

@@ -20,9 +20,11 @@
 //! appends to the clipped capsule–box points unless it is deeper than all of
 //! them. The `feature` of a point packs parry's feature ids (kind and code) of
 //! the touching feature of A in the high 16 bits and of B in the low 16 bits;
-//! in the plane the ids of box vertices and faces are recomputed (see
-//! `planar_feature`), and should two points of one pair still share an id, the
-//! later one gets a deterministic derived id.
+//! between two boxes in space the ids name the corner, edge or face each box
+//! touches by where the point lies on it (see `box_feature`), in the plane
+//! the ids of box vertices and faces are recomputed (see `planar_feature`),
+//! and should two points of one pair still share an id, the later one gets a
+//! deterministic derived id.
 //!
 //! [`DefaultQueryDispatcher`]: parry3d_f64::query::DefaultQueryDispatcher
 //! [`PersistentQueryDispatcher::contact_manifolds`]: parry3d_f64::query::PersistentQueryDispatcher::contact_manifolds
@@ -130,8 +132,8 @@ fn raw_3d(
                     Shape::Box {
                         half_extents: half_b,
                     },
-                ) => match (corner(&p1, half_a), corner(&p2, half_b)) {
-                    (Some(corner_a), Some(corner_b)) => (corner_a, corner_b),
+                ) => match (box_feature(&p1, half_a), box_feature(&p2, half_b)) {
+                    (Some(feature_a), Some(feature_b)) => (feature_a, feature_b),
                     _ => (point.fid1.0, point.fid2.0),
                 },
                 _ => (point.fid1.0, point.fid2.0),
@@ -345,27 +347,46 @@ fn compact_feature(packed: u32) -> u32 {
     (header << 14) | folded
 }
 
-/// The id of a box–box contact point at a corner of the box (`local` in its
-/// axes, within 1e-3 of its size of the corner): parry's packed vertex id
-/// with the corner's octant as code. Two exactly aligned faces touch corner
-/// to corner, and parry names those points either way (vertex–face,
-/// face–vertex or edge–edge, flipping with rounding-level rotations), which
-/// gave a resting stack new contact identities every step and defeated the
-/// warm start (a 12-box tower took 2,000 pivots a step). A point at a corner
-/// of both boxes is therefore named by the two corners; any other point
-/// keeps parry's ids, which follow a corner onto another face or edge (the
-/// corners alone would not, and the secant of a step would then join two
-/// different gap functions).
-fn corner(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
+/// The id of a box–box contact point on the box (`local` in its axes), from
+/// where the point lies, in parry's packed form: a vertex when all three
+/// coordinates are within 1e-3 of the box's size of a face, an edge when two
+/// are, a face when one is; `None` inside. The code names the faces touched
+/// (axis bits 0–2, and bits 3–5 for the negative side), so the same corner,
+/// edge or face always has the same id.
+///
+/// Parry names the points of a face–face manifold by the features it
+/// clipped (vertex–face, face–vertex or edge–edge), and where a corner of
+/// one box lies on a face or an edge of the other those names flip with
+/// rounding-level rotations: two exactly aligned faces touching corner to
+/// corner (a 12-box tower took 2,000 pivots a step), and, in running bond, a
+/// brick's corners on the edges of the bricks below it (`wall.ron`: 20–70 of
+/// its 270 contacts renamed every step, and 2,000–16,000 pivots a step from
+/// bases the warm start could map only in part). A point keeps its name
+/// while it stays on the same corner, edge or face of each box, and gets a
+/// new one when it moves onto another: then its gap function changes too,
+/// and Stewart–Trinkle's secant of a step must not join the two.
+fn box_feature(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
     const VERTEX: u32 = 0b01 << 30;
+    const EDGE: u32 = 0b10 << 30;
+    const FACE: u32 = 0b11 << 30;
     let tolerance = 1e-3 * half.iter().fold(f64::MIN_POSITIVE, |m, h| m.max(h.abs()));
-    let at_corner = (0..3).all(|i| local[i].abs() >= half[i] - tolerance);
-    at_corner.then(|| {
-        VERTEX
-            | u32::from(local.x < 0.0)
-            | (u32::from(local.y < 0.0) << 1)
-            | (u32::from(local.z < 0.0) << 2)
-    })
+    let (mut axes, mut negative, mut count) = (0u32, 0u32, 0);
+    for i in 0..3 {
+        if local[i].abs() >= half[i] - tolerance {
+            axes |= 1 << i;
+            count += 1;
+            if local[i] < 0.0 {
+                negative |= 1 << i;
+            }
+        }
+    }
+    let code = axes | (negative << 3);
+    match count {
+        3 => Some(VERTEX | code),
+        2 => Some(EDGE | code),
+        1 => Some(FACE | code),
+        _ => None,
+    }
 }
 
 /// Feature id of a contact point on a planar shape, in parry's packed form.
