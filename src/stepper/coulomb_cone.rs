@@ -59,20 +59,10 @@ pub fn natural_map(r: &Vector3<f64>, u: &Vector3<f64>, mu: f64, rho: f64) -> Vec
 
 /// The contact's impulse r with u = W r + q on Coulomb's cone of friction
 /// μ (module documentation). `w_inverse` is W⁻¹; `previous` the last
-/// impulse, whose slip direction starts Newton's method.
+/// impulse, whose slip direction starts Newton's method; `isotropic` is
+/// [`decoupled_and_isotropic`]`(w)`, which NSGS decides once per contact
+/// instead of at each visit.
 pub fn solve(
-    w: &Matrix3<f64>,
-    w_inverse: &Matrix3<f64>,
-    q: &Vector3<f64>,
-    mu: f64,
-    previous: &Vector3<f64>,
-) -> Vector3<f64> {
-    solve_classified(w, w_inverse, q, mu, previous, decoupled_and_isotropic(w))
-}
-
-/// [`solve`] with `isotropic` = [`decoupled_and_isotropic`]`(w)` known:
-/// NSGS decides it once per contact instead of at each visit.
-pub fn solve_classified(
     w: &Matrix3<f64>,
     w_inverse: &Matrix3<f64>,
     q: &Vector3<f64>,
@@ -122,7 +112,6 @@ pub fn solve_classified(
     slide.grid().map_or(normal_only, |phi| slide.impulse(phi))
 }
 
-/// The sliding case's equation in the slip angle φ.
 /// W = diag(a, b, b) to within 1e-12 of its diagonal: no coupling between
 /// the normal and the tangents, the same compliance along both tangents.
 pub fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
@@ -140,6 +129,7 @@ pub fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
         && (w[(1, 1)] - w[(2, 2)]).abs() <= scale
 }
 
+/// The sliding case's equation in the slip angle φ.
 struct Sliding<'a> {
     w: &'a Matrix3<f64>,
     q: &'a Vector3<f64>,
@@ -257,7 +247,14 @@ mod tests {
 
     fn check(w: &Matrix3<f64>, q: &Vector3<f64>, mu: f64) -> Vector3<f64> {
         let inverse = w.try_inverse().expect("W is positive definite");
-        let r = solve(w, &inverse, q, mu, &Vector3::zeros());
+        let r = solve(
+            w,
+            &inverse,
+            q,
+            mu,
+            &Vector3::zeros(),
+            decoupled_and_isotropic(w),
+        );
         let u = w * r + q;
         let error = natural_map(&r, &u, mu, 1.0 / w[(0, 0)]);
         assert!(

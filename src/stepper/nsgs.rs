@@ -438,12 +438,11 @@ fn solve_cone(
         // sweeps on every granular scene: 25 % more on the silo, 23–29 % on
         // the hourglass, 16–20 % on the avalanche.
         for cone in cones.iter_mut() {
-            // q: the local velocity without this contact's own impulse.
             // q: the local velocity without this contact's own impulse,
-            // and the proximal term −σ r_old (see [`PROXIMAL`]).
-            // (W_jj + σI) r_old at once.
+            // and the proximal term −σ r_old (see [`PROXIMAL`]): both at
+            // once as (W_jj + σI) r_old.
             let q = cone.span.dots(arena, &velocity) + cone.terms - cone.w_local * cone.r;
-            let r = coulomb_cone::solve_classified(
+            let r = coulomb_cone::solve(
                 &cone.w_local,
                 &cone.w_inverse,
                 &q,
