@@ -49,6 +49,17 @@ pub enum StepFailure {
         /// The first value that is not finite.
         what: String,
     },
+    /// Every LCP was solved, but the step ended deeper than the scheme's
+    /// own bound ([`StepReport::gap_bound`]).
+    Penetration {
+        /// The deepest end gap, m.
+        gap: f64,
+        /// The bound, m.
+        bound: f64,
+        /// Where: "bodies `a` and `b`", "body `a` and surface `table`"
+        /// (empty when the deepest gap is not among the reported contacts).
+        pair: String,
+    },
 }
 
 /// Everything a step depends on besides the model and the parameters: the
@@ -195,6 +206,20 @@ impl Simulation {
             self.state = before;
             report.status = LcpStatus::NumericalFailure;
             self.failure = Some(StepFailure::Overflow { what });
+        } else if let Some(bound) = report.gap_bound
+            && report.min_gap < bound
+        {
+            // The scheme's promise broken: reported, not taken. The
+            // stepper's memory (active set, warm starts) belongs to the
+            // state not kept, so the next attempt starts cold.
+            self.state = before;
+            report.status = LcpStatus::NumericalFailure;
+            self.failure = Some(StepFailure::Penetration {
+                gap: report.min_gap,
+                bound,
+                pair: deepest_pair(self.model(), &report),
+            });
+            self.stepper.clear();
         } else {
             self.steps += 1;
         }
@@ -376,6 +401,22 @@ impl Simulation {
                 force_elements(self.model())
             ),
             StepFailure::Lcp => lcp_cause(self.model(), report),
+            StepFailure::Penetration { gap, bound, pair } => {
+                let at = if pair.is_empty() {
+                    String::new()
+                } else {
+                    format!(" between {pair}")
+                };
+                format!(
+                    "every LCP was solved, but the step ended {:.3e} m deep{at}, past the {stepper} stepper's bound of {:.1e} m after up to {} fixed-point iterations: the motion in one step is too large for the contacts linearized along it (lower --dt)",
+                    -gap,
+                    -bound,
+                    self.params
+                        .ncp_iterations
+                        .max(self.stepper.settings.gap_iterations)
+                        + self.stepper.settings.extra_gap_iterations
+                )
+            }
             StepFailure::Overflow { what } => {
                 if explicit {
                     format!(
@@ -491,6 +532,38 @@ fn lcp_cause(model: &Model, report: &StepReport) -> String {
         }
     }
     cause
+}
+
+/// The contact of `report` with the deepest gap, named: "bodies `a` and
+/// `b`", "body `a` and surface `table`" (empty when none is reported).
+fn deepest_pair(model: &Model, report: &StepReport) -> String {
+    let Some(c) = report
+        .contacts
+        .iter()
+        .min_by(|x, y| x.gap.total_cmp(&y.gap))
+    else {
+        return String::new();
+    };
+    match model {
+        Model::Rigid(s) => {
+            let name = |i: usize| s.bodies.get(i).map_or("?", |b| b.name.as_str());
+            match c.id.b {
+                crate::model::Other::Body(j) => {
+                    format!("bodies `{}` and `{}`", name(c.id.a), name(j))
+                }
+                crate::model::Other::Surface(k) => format!(
+                    "body `{}` and surface `{}`",
+                    name(c.id.a),
+                    s.surfaces.get(k).map_or("?", |x| x.name.as_str())
+                ),
+                crate::model::Other::World => format!("body `{}` and the world", name(c.id.a)),
+            }
+        }
+        Model::Linear(s) => s
+            .contacts
+            .get(c.id.a)
+            .map_or_else(String::new, |x| format!("contact `{}`", x.name)),
+    }
 }
 
 /// `x` to nine significant digits, printed plainly (0.225 rather than

@@ -223,6 +223,7 @@ impl Scheme for AnitescuPotra {
             velocity_scale: last.scale,
             missing: EndGap::Open,
             active,
+            gap_bound: None,
         })
     }
 }

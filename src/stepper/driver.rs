@@ -59,6 +59,9 @@ pub struct Advance {
     /// The active set the next step starts from (empty for a scheme that
     /// chooses its index set afresh each step).
     pub active: ActiveSet,
+    /// The deepest end-of-step gap the scheme promises, m (negative), or
+    /// `None` where it promises none ([`StepReport::gap_bound`]).
+    pub gap_bound: Option<f64>,
 }
 
 /// What a stepper remembers between steps: the scheme it stepped with, that
@@ -213,6 +216,7 @@ impl Stepper {
             .map(|(_, gap)| *gap)
             .fold(f64::INFINITY, f64::min);
         memory.active = advance.active;
+        let gap_bound = advance.gap_bound;
         let solution = advance.solution;
         state.q = advance.q;
         state.v = advance.v;
@@ -233,6 +237,7 @@ impl Stepper {
             kinetic_energy: kinetic,
             potential_energy: potential,
             min_gap,
+            gap_bound,
             timings,
             lcp: solution.lcp,
         }

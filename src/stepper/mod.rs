@@ -121,6 +121,20 @@ pub struct StepReport {
     /// Smallest gap among the contacts near the new configuration, m (∞ when none
     /// is within the contact margin).
     pub min_gap: f64,
+    /// The deepest end-of-step gap the scheme promises for this step, m
+    /// (negative), or `None` where it promises none. Stewart–Trinkle with
+    /// Lemke holds its contacts on position level (§3.3; its fixed-point
+    /// iterations of §3.6 take the nonlinear gap to
+    /// [`settings::StepSettings::gap_guarantee`]): −1e-6 m, or the deepest
+    /// gap the step started from when that is deeper (a scene that opts into
+    /// initial overlap, or a body pushed in by hand). The velocity-level
+    /// schemes hold contacts on velocity level only (Moreau–Jean's
+    /// overlap of up to (h/2)|γ_N| in an impact stays, and so does
+    /// Anitescu–Potra's and the Euler LCP's of one step's approach), and NSGS
+    /// stops at its tolerance: they state no position bound.
+    /// [`crate::sim::Simulation::step`] reports a step that ends deeper than
+    /// its bound as not taken.
+    pub gap_bound: Option<f64>,
     /// Where the time went.
     pub timings: StepTimings,
     /// The final LCP, when the stepper was asked to keep it (`--dump-lcp`).

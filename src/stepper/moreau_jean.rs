@@ -186,6 +186,7 @@ impl Scheme for MoreauJean {
             velocity_scale: settings.velocity_scale(&free),
             missing: EndGap::Predicted { lead: 0.5 * h },
             active: ActiveSet::new(),
+            gap_bound: None,
         })
     }
 }

@@ -227,6 +227,7 @@ pub fn failure(
         kinetic_energy: kinetic,
         potential_energy: potential,
         min_gap: f64::NAN,
+        gap_bound: None,
         timings,
         lcp: solution.lcp,
     }

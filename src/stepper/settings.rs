@@ -57,6 +57,11 @@ pub struct StepSettings {
     pub proximal_defect: f64,
     /// See `proximal_defect`.
     pub proximal_iterations: usize,
+    /// When the proximal passes leave the defect above `proximal_defect`,
+    /// the compliance is divided by 100 and the passes run again from the
+    /// last solution and its basis, up to this many times; a defect still
+    /// above the bound fails the rung (`solve::proximal_passes`).
+    pub compliance_continuation: usize,
     /// LCPs of at least this many unknowns start from the compliance that
     /// solved the previous step ([`super::solve::solve_regularized`]): on a
     /// settled pile of boxes the unregularized attempt fails on every step and
@@ -113,6 +118,7 @@ impl Default for StepSettings {
             compliance: [1e-4, 1e-3, 1e-2],
             proximal_defect: 1e-6,
             proximal_iterations: 8,
+            compliance_continuation: 4,
             remember_regularization_from: 100,
             zero: 1e-9,
             velocity_floor: 1e-3,

@@ -26,6 +26,7 @@ use super::solve::{ContactProblem, ContactSolution, Failed};
 use super::step::{Solver, Step};
 use super::warm::Form;
 use crate::model::{Block, Contact, ContactId, ContactSet, Other};
+use crate::params::SolverKind;
 use nalgebra::{DVector, Vector3};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -272,6 +273,19 @@ impl Scheme for StewartTrinkle {
             .collect();
         std::mem::swap(&mut step.buffers.solved, &mut sc.best);
         std::mem::swap(&mut step.buffers.end_gaps, &mut sc.best_gaps);
+        // The position-level promise (§3.3 with the iterations of §3.6):
+        // no end gap below −gap_guarantee, nor below the deepest gap the
+        // step started from when that is deeper (an overlap the scene opted
+        // into is not pushed out at once, since γ = f(qˡ)/h < 0 is relaxed
+        // to 0 when the LCP needs it). NSGS stops at its tolerance instead.
+        let start_deepest = sc
+            .start
+            .as_slice()
+            .iter()
+            .map(|c| c.gap)
+            .fold(0.0, f64::min);
+        let gap_bound = (params.solver == SolverKind::Lemke)
+            .then_some((-settings.gap_guarantee).min(start_deepest));
         Ok(Advance {
             q: best.q,
             v: solved.velocity.clone(),
@@ -279,6 +293,7 @@ impl Scheme for StewartTrinkle {
             velocity_scale,
             missing: EndGap::Predicted { lead: h },
             active,
+            gap_bound,
         })
     }
 }

@@ -2,6 +2,8 @@
 //! input files, a memory limit and a time budget, and its outcome checked
 //! against the invariants.
 
+use contactlab::params::{SolverKind, StepperKind};
+use contactlab::stepper::StepSettings;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -125,7 +127,7 @@ pub fn run(case: &Case, dir: &Path) -> Result<Outcome, String> {
         && case.args.first().is_some_and(|a| a == "run")
     {
         let text = std::fs::read_to_string(dir.join(csv)).map_err(|e| format!("{csv}: {e}"))?;
-        check_csv(&text)?;
+        check_csv(&text, stated_gap_bound(&args))?;
         if dir.join(format!("{csv}.partial")).exists() {
             return Err("exit 0 left a .partial file".to_owned());
         }
@@ -134,9 +136,37 @@ pub fn run(case: &Case, dir: &Path) -> Result<Outcome, String> {
     Ok(Outcome::Ran)
 }
 
+/// The deepest gap a `run` with these arguments (`{dir}` replaced) may
+/// report and exit 0: the scheme's own bound where it states one
+/// (`StepReport::gap_bound`: Stewart–Trinkle with Lemke, −1e-6 m, unless the
+/// scene opts into initial overlap, whose depth is then the bound).
+fn stated_gap_bound(args: &[String]) -> Option<f64> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(args.get(1)?);
+    let scene = contactlab::scene::load(&path).ok()?;
+    if scene.file.allow_initial_overlap {
+        return None;
+    }
+    // `--stepper X` or `--stepper=X`, the last one given (as clap takes it).
+    let mut stepper = scene.params.stepper;
+    for (i, a) in args.iter().enumerate() {
+        let value = match a.strip_prefix("--stepper") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        };
+        if let Some(kind) = value.and_then(|v| StepperKind::ALL.into_iter().find(|k| k.name() == v))
+        {
+            stepper = kind;
+        }
+    }
+    (stepper == StepperKind::StewartTrinkle && scene.params.solver == SolverKind::Lemke)
+        .then(|| -StepSettings::default().gap_guarantee)
+}
+
 /// A complete run's CSV: a header, then rows of as many fields, every value
-/// finite (`min_gap` may be `inf`: no contact near).
-fn check_csv(text: &str) -> Result<(), String> {
+/// finite (`min_gap` may be `inf`: no contact near), and no `min_gap` below
+/// the scheme's stated bound `gap_bound`.
+fn check_csv(text: &str, gap_bound: Option<f64>) -> Result<(), String> {
     if text == SENTINEL {
         return Err("exit 0 without writing the CSV".to_owned());
     }
@@ -159,6 +189,14 @@ fn check_csv(text: &str) -> Result<(), String> {
             let allowed = x.is_finite() || (*name == "min_gap" && x == f64::INFINITY);
             if !allowed {
                 return Err(format!("exit 0 with {name} = {value} in row {rows}"));
+            }
+            if let Some(bound) = gap_bound
+                && *name == "min_gap"
+                && x < bound
+            {
+                return Err(format!(
+                    "exit 0 with min_gap = {value} in row {rows}, below the scheme's bound {bound:e} m"
+                ));
             }
         }
         rows += 1;

@@ -74,7 +74,10 @@ pub struct Regularized {
 /// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
 /// itself when the warm start fails), the relaxed ones cold. A compliance's
 /// solution is then refined by proximal point iterations
-/// ([`StepSettings::proximal_defect`]).
+/// ([`StepSettings::proximal_defect`]), continued with smaller compliances
+/// while its defect stays above the bound
+/// ([`StepSettings::compliance_continuation`]); a defect left above it fails
+/// the rung.
 pub fn solve_regularized(
     problem: &Lcp,
     relaxed: Option<&Lcp>,
@@ -112,7 +115,7 @@ pub fn solve_regularized(
                 let mut centre = DVector::zeros(next.size());
                 let first = candidate.pivots;
                 let mut passes = 0;
-                let (refined, shifted) = proximal_passes(
+                let (refined, shifted, within) = proximal_passes(
                     &base.q,
                     &compliance,
                     &mut centre,
@@ -132,6 +135,64 @@ pub fn solve_regularized(
                 // The LCP the kept solution solves (a failed last pass
                 // left its own right-hand side in `next`).
                 next.q = shifted.unwrap_or_else(|| base.q.clone());
+                if !within {
+                    // The defect outlived the passes (see `proximal_passes`):
+                    // continue with a compliance a hundred times smaller,
+                    // from the last solution and its basis, while Lemke
+                    // solves it; else the rung failed.
+                    let mut extra = 0;
+                    let mut converged = false;
+                    let mut reg = regularization;
+                    for _ in 0..settings.compliance_continuation {
+                        reg *= 0.01;
+                        next.m.copy_from(&base.m);
+                        for i in 0..blocks {
+                            next.m[(i, i)] += reg;
+                        }
+                        let compliance: Vec<f64> = (0..next.size())
+                            .map(|i| if i < blocks { reg } else { 0.0 })
+                            .collect();
+                        centre.copy_from(&candidate.z);
+                        let start = DVector::from_fn(base.size(), |i, _| {
+                            base.q[i] - compliance[i] * centre[i]
+                        });
+                        next.q.copy_from(&start);
+                        let again = LemkeOptions {
+                            warm_start: Some(candidate.basis.clone()),
+                            ..contact_options()
+                        };
+                        let first = solve_or_fail(&next, &again);
+                        extra += first.pivots;
+                        if first.status != LcpStatus::Solved {
+                            break;
+                        }
+                        let (refined, shifted, within) = proximal_passes(
+                            &base.q,
+                            &compliance,
+                            &mut centre,
+                            first,
+                            settings,
+                            &mut extra,
+                            |shifted, again| {
+                                next.q.copy_from(shifted);
+                                solve_or_fail(&next, again)
+                            },
+                        );
+                        candidate = LcpSolution {
+                            pivots: candidate.pivots,
+                            ..refined
+                        };
+                        next.q = shifted.unwrap_or(start);
+                        if within {
+                            converged = true;
+                            break;
+                        }
+                    }
+                    candidate.pivots += extra;
+                    if !converged {
+                        candidate.status = LcpStatus::NumericalFailure;
+                    }
+                }
             }
             (candidate, Some(next))
         };
