@@ -705,3 +705,57 @@ fn degenerate_input_gives_no_contacts_and_no_panic() {
         }
     }
 }
+
+/// Two capsules side by side, their axes 1 mrad apart: parry's manifold in
+/// space is the single closest pair (at B's near end), and a step that turned
+/// them about it took the other end in (the generated pile of 200 ended
+/// steps 7.2e-5 m deep there). Both ends of the axes' overlap are points,
+/// each with its closed-form gap, named by the core ends they lie on.
+#[test]
+fn capsules_side_by_side_touch_at_both_ends_of_their_overlap() {
+    let cap = capsule(0.5, 0.1);
+    let theta: f64 = 1e-3;
+    let (cx, cy) = (0.3, 0.201);
+    let b = iso3([cx, cy, 0.0], [0.0, 0.0, theta]);
+    let contacts = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.01);
+    assert_eq!(contacts.len(), 2, "{contacts:?}");
+    assert_well_formed(&contacts);
+    // B's end 0 over A's core: its height above A's axis, less the radii.
+    let (bx, by) = (cx - 0.5 * theta.cos(), cy - 0.5 * theta.sin());
+    let near = at_point_a(&contacts, &Vector3::new(bx, 0.1, 0.0));
+    assert_close(near.gap, by - 0.2, 1e-12, "gap at B's end");
+    assert_vec_close(&near.normal, &-Vector3::y(), 1e-12, "normal at B's end");
+    // A's end 1 under B's core: its distance to B's axis, less the radii.
+    let far_gap = (0.5 - cx) * theta.sin() + cy * theta.cos();
+    let far = contacts
+        .iter()
+        .find(|c| (c.point_a + c.normal * 0.1 - Vector3::new(0.5, 0.0, 0.0)).norm() < 1e-9)
+        .unwrap_or_else(|| panic!("no point at A's end: {contacts:?}"));
+    assert_close(far.gap, far_gap - 0.2, 1e-12, "gap at A's end");
+    assert_ne!(near.feature, far.feature);
+    // The names hold under rounding-level turns.
+    let expected = sorted_features(&contacts);
+    for i in 0..24 {
+        let tiny = |k: usize| 1e-15 * ((i * 7 + k * 3) % 5) as f64 - 2e-15;
+        let turned = iso3([cx, cy, tiny(1)], [tiny(2), tiny(3), theta + tiny(4)]);
+        let again = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &turned, 0.01);
+        assert_eq!(sorted_features(&again), expected, "rotation {i}");
+    }
+}
+
+/// Crossed capsules touch at one point, where their cores pass closest.
+#[test]
+fn crossed_capsules_touch_at_one_point() {
+    let cap = capsule(0.5, 0.1);
+    let b = iso3([0.1, 0.0, 0.25], [0.0, 0.0, std::f64::consts::FRAC_PI_2]);
+    let contacts = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.1);
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    assert_close(contacts[0].gap, 0.05, 1e-12, "gap");
+    assert_vec_close(&contacts[0].normal, &-Vector3::z(), 1e-12, "normal");
+    assert_vec_close(
+        &contacts[0].point_a,
+        &Vector3::new(0.1, 0.0, 0.1),
+        1e-12,
+        "point on A",
+    );
+}
