@@ -465,6 +465,26 @@ fn box_on_box_in_the_plane_gives_two_points() {
     assert_close(low[0].gap, d, 1e-9, "lowest corner only");
 }
 
+/// Two equal rectangles stacked corner on corner (the mass-ratio stacks of
+/// `tests/mass_ratios.rs`): the upper one tilted by up to 1e-5 rad either
+/// way. Parry names each clipped point vertex–face or face–vertex by which
+/// rectangle it clipped, which flips with the tilt; the points are named by
+/// where they lie on each rectangle instead, so their names hold.
+#[test]
+fn stacked_rectangles_keep_their_ids_under_small_tilts() {
+    let plank = cuboid(0.2, 0.05, 0.1);
+    let below = iso2(0.0, 0.05, 0.0);
+    let reference = pair::contacts_2d(&plank, &iso2(0.0, 0.15, 0.0), &plank, &below, 0.01);
+    assert_eq!(reference.len(), 2, "{reference:?}");
+    let expected = sorted_features(&reference);
+    for i in -10..=10 {
+        let tilt = 1e-6 * i as f64;
+        let upper = iso2(1e-9 * i as f64, 0.15 + 0.2 * tilt.abs(), tilt);
+        let contacts = pair::contacts_2d(&plank, &upper, &plank, &below, 0.01);
+        assert_eq!(sorted_features(&contacts), expected, "tilt {tilt:e}");
+    }
+}
+
 #[test]
 fn capsule_on_box_in_the_plane_gives_two_points() {
     let depth = 0.002;

@@ -392,13 +392,33 @@ fn raw_2d(
             let p2 = Point2::new(point.local_p2.x, point.local_p2.y);
             let world_a = pose_a * p1;
             let world_b = pose_b * p2;
+            let (fid1, fid2) = match (shape_a, shape_b) {
+                (
+                    Shape::Box {
+                        half_extents: half_a,
+                    },
+                    Shape::Box {
+                        half_extents: half_b,
+                    },
+                ) => match (box_feature_2d(&p1, half_a), box_feature_2d(&p2, half_b)) {
+                    (Some(feature_a), Some(feature_b)) => (feature_a, feature_b),
+                    _ => (
+                        planar_feature(shape_a, p1, point.fid1.0),
+                        planar_feature(shape_b, p2, point.fid2.0),
+                    ),
+                },
+                _ => (
+                    planar_feature(shape_a, p1, point.fid1.0),
+                    planar_feature(shape_b, p2, point.fid2.0),
+                ),
+            };
             raw.push(Raw {
                 point_a: Vector3::new(world_a.x, world_a.y, 0.0),
                 point_b: Vector3::new(world_b.x, world_b.y, 0.0),
                 normal,
                 gap: point.dist,
-                fid1: planar_feature(shape_a, p1, point.fid1.0),
-                fid2: planar_feature(shape_b, p2, point.fid2.0),
+                fid1,
+                fid2,
             });
         }
     }
@@ -545,6 +565,36 @@ fn box_feature(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
     match count {
         3 => Some(VERTEX | code),
         2 => Some(EDGE | code),
+        1 => Some(FACE | code),
+        _ => None,
+    }
+}
+
+/// [`box_feature`] in the plane: a rectangle's corner when both coordinates
+/// are within 1e-3 of its size of a side, a side when one is; `None` inside.
+/// Parry names a clipped point of two rectangles vertex–face or face–vertex
+/// by which one it clipped, and that flips with rounding-level rotations: a
+/// 1 g box under 10⁸ kg (tilted 6e-6 rad by a step's rounding) had both
+/// points between the boxes renamed after its first step, so
+/// Anitescu–Potra's active set lost them, and the heavy box fell into the
+/// light one, unheld, in the next step.
+fn box_feature_2d(local: &Point2<f64>, half: &[f64; 3]) -> Option<u32> {
+    const VERTEX: u32 = 0b01 << 30;
+    const FACE: u32 = 0b11 << 30;
+    let tolerance = 1e-3 * half[0].abs().max(half[1].abs()).max(f64::MIN_POSITIVE);
+    let (mut axes, mut negative, mut count) = (0u32, 0u32, 0);
+    for i in 0..2 {
+        if local[i].abs() >= half[i] - tolerance {
+            axes |= 1 << i;
+            count += 1;
+            if local[i] < 0.0 {
+                negative |= 1 << i;
+            }
+        }
+    }
+    let code = axes | (negative << 2);
+    match count {
+        2 => Some(VERTEX | code),
         1 => Some(FACE | code),
         _ => None,
     }

@@ -142,17 +142,34 @@ pub(super) fn ladder(
 /// stacks of `tests/mass_ratios.rs` (Moreau–Jean, in space): 4.8e-2 m/s after
 /// the passes at ε = 1e-4 (it used to be taken, and the heavy box sank
 /// 0.22 mm), 4.5e-3 at 1e-6, 4.8e-9 at 1e-8, within the bound and without a
-/// pivot. Where a stage is not solved the rung fails.
+/// pivot. Where a stage is not solved the rung fails. The bound is never
+/// below the resolution of the velocity the impulses make, ε max Δᵢ|zᵢ|
+/// (`diagonal` is Δ).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn proximal_passes(
     q: &DVector<f64>,
     compliance: &[f64],
+    diagonal: &[f64],
     centre: &mut DVector<f64>,
     mut solution: LcpSolution,
     settings: &StepSettings,
     pivots: &mut usize,
     mut solve: impl FnMut(&DVector<f64>, &LemkeOptions) -> LcpSolution,
 ) -> (LcpSolution, Option<DVector<f64>>, bool) {
+    // The bound, and never below what f64 resolves of a velocity made of
+    // these impulses: ε Δᵢ|zᵢ| on the row of the largest. A 1 g box under
+    // 10⁸ kg carries 10⁷ N·s on Δ ≈ 10³, so its velocity is known to 2e-6
+    // m/s, and the defect's floor there (1.05e-7 m/s) is rounding.
+    let resolution = |z: &DVector<f64>| {
+        f64::EPSILON
+            * diagonal
+                .iter()
+                .zip(z.iter())
+                .map(|(d, z)| (d * z).abs())
+                .fold(0.0, f64::max)
+    };
     let bound = settings.proximal_defect * q.amax().max(f64::MIN_POSITIVE);
+    let bound = |z: &DVector<f64>| bound.max(resolution(z));
     let defect_of = |z: &DVector<f64>, centre: &DVector<f64>| {
         compliance
             .iter()
@@ -162,7 +179,7 @@ pub(super) fn proximal_passes(
     };
     let mut rhs = None;
     for _ in 0..settings.proximal_iterations {
-        if defect_of(&solution.z, centre) <= bound {
+        if defect_of(&solution.z, centre) <= bound(&solution.z) {
             break;
         }
         centre.copy_from(&solution.z);
@@ -179,7 +196,7 @@ pub(super) fn proximal_passes(
         solution = next;
         rhs = Some(shifted);
     }
-    let within = defect_of(&solution.z, centre) <= bound;
+    let within = defect_of(&solution.z, centre) <= bound(&solution.z);
     (solution, rhs, within)
 }
 
@@ -630,6 +647,7 @@ impl ContactSolver {
                     let (refined, shifted, within) = proximal_passes(
                         base,
                         &compliance,
+                        lcp.diagonal(),
                         &mut centre,
                         candidate,
                         settings,
@@ -674,6 +692,7 @@ impl ContactSolver {
                             let (refined, moved, within) = proximal_passes(
                                 base,
                                 &compliance,
+                                lcp.diagonal(),
                                 &mut centre,
                                 next,
                                 settings,

@@ -101,6 +101,12 @@ pub fn solve_regularized(
                 problem
             };
             let mut next = base.clone();
+            // Δ of the first `blocks` rows (JᵀWJ), for the defect's floor.
+            let diagonal: DVector<f64> =
+                DVector::from_fn(
+                    next.size(),
+                    |i, _| if i < blocks { base.m[(i, i)] } else { 0.0 },
+                );
             let regularization = settings.regularization[level - 1] * next.m.diagonal().amax();
             for i in 0..blocks {
                 next.m[(i, i)] += regularization;
@@ -118,6 +124,7 @@ pub fn solve_regularized(
                 let (refined, shifted, within) = proximal_passes(
                     &base.q,
                     &compliance,
+                    diagonal.as_slice(),
                     &mut centre,
                     candidate,
                     settings,
@@ -169,6 +176,7 @@ pub fn solve_regularized(
                         let (refined, shifted, within) = proximal_passes(
                             &base.q,
                             &compliance,
+                            diagonal.as_slice(),
                             &mut centre,
                             first,
                             settings,
