@@ -550,9 +550,27 @@ fn box_feature(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
     const VERTEX: u32 = 0b01 << 30;
     const EDGE: u32 = 0b10 << 30;
     const FACE: u32 = 0b11 << 30;
-    let tolerance = 1e-3 * half.iter().fold(f64::MIN_POSITIVE, |m, h| m.max(h.abs()));
+    let (code, count) = sides_touched(local.coords.as_slice(), half);
+    match count {
+        3 => Some(VERTEX | code),
+        2 => Some(EDGE | code),
+        1 => Some(FACE | code),
+        _ => None,
+    }
+}
+
+/// The sides of a box (half extents `half`, the first `local.len()` of
+/// them) that a point `local` in its axes lies on, within 1e-3 of the box's
+/// size: the code (axis bits, then as many bits for the negative side) and
+/// how many.
+fn sides_touched(local: &[f64], half: &[f64; 3]) -> (u32, usize) {
+    let dims = local.len();
+    let tolerance = 1e-3
+        * half[..dims]
+            .iter()
+            .fold(f64::MIN_POSITIVE, |m, h| m.max(h.abs()));
     let (mut axes, mut negative, mut count) = (0u32, 0u32, 0);
-    for i in 0..3 {
+    for i in 0..dims {
         if local[i].abs() >= half[i] - tolerance {
             axes |= 1 << i;
             count += 1;
@@ -561,13 +579,7 @@ fn box_feature(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
             }
         }
     }
-    let code = axes | (negative << 3);
-    match count {
-        3 => Some(VERTEX | code),
-        2 => Some(EDGE | code),
-        1 => Some(FACE | code),
-        _ => None,
-    }
+    (axes | (negative << dims), count)
 }
 
 /// [`box_feature`] in the plane: a rectangle's corner when both coordinates
@@ -581,18 +593,7 @@ fn box_feature(local: &Point3<f64>, half: &[f64; 3]) -> Option<u32> {
 fn box_feature_2d(local: &Point2<f64>, half: &[f64; 3]) -> Option<u32> {
     const VERTEX: u32 = 0b01 << 30;
     const FACE: u32 = 0b11 << 30;
-    let tolerance = 1e-3 * half[0].abs().max(half[1].abs()).max(f64::MIN_POSITIVE);
-    let (mut axes, mut negative, mut count) = (0u32, 0u32, 0);
-    for i in 0..2 {
-        if local[i].abs() >= half[i] - tolerance {
-            axes |= 1 << i;
-            count += 1;
-            if local[i] < 0.0 {
-                negative |= 1 << i;
-            }
-        }
-    }
-    let code = axes | (negative << 2);
+    let (code, count) = sides_touched(local.coords.as_slice(), half);
     match count {
         2 => Some(VERTEX | code),
         1 => Some(FACE | code),

@@ -643,79 +643,62 @@ impl ContactSolver {
                 let solved = candidate.status == LcpStatus::Solved;
                 let mut rhs = rhs.into_owned();
                 if solved && epsilon > 0.0 {
-                    let compliance: Vec<f64> = lcp.diagonal().iter().map(|d| epsilon * d).collect();
-                    let (refined, shifted, within) = proximal_passes(
-                        base,
-                        &compliance,
-                        lcp.diagonal(),
-                        &mut centre,
-                        candidate,
-                        settings,
-                        &mut pivots,
-                        |shifted, again| {
-                            let mut next = solve_structured_or_fail(&lcp, &scaled(shifted), again);
-                            unscale(&mut next);
-                            next
-                        },
-                    );
-                    candidate = refined;
-                    if let Some(shifted) = shifted {
-                        rhs = shifted;
-                    }
-                    if !within {
-                        // The passes barely move along an eigendirection far
-                        // below the compliance: continue with a compliance
-                        // a hundred times smaller, from the last solution
-                        // and its basis, while Lemke solves it.
-                        let mut eps = epsilon;
-                        let mut converged = false;
-                        for _ in 0..settings.compliance_continuation {
-                            eps *= 0.01;
-                            lcp.set_regularization(eps);
-                            let compliance: Vec<f64> =
-                                lcp.diagonal().iter().map(|d| eps * d).collect();
-                            centre.copy_from(&candidate.z);
-                            let shifted = DVector::from_fn(base.len(), |i, _| {
-                                base[i] - compliance[i] * centre[i]
-                            });
-                            let again = LemkeOptions {
-                                warm_start: Some(candidate.basis.clone()),
-                                ..contact_options()
-                            };
-                            let mut next =
-                                solve_structured_or_fail(&lcp, &scaled(&shifted), &again);
-                            unscale(&mut next);
-                            pivots += next.pivots;
-                            if next.status != LcpStatus::Solved {
-                                break;
-                            }
-                            let (refined, moved, within) = proximal_passes(
-                                base,
-                                &compliance,
-                                lcp.diagonal(),
-                                &mut centre,
-                                next,
-                                settings,
-                                &mut pivots,
-                                |shifted, again| {
-                                    let mut next =
-                                        solve_structured_or_fail(&lcp, &scaled(shifted), again);
-                                    unscale(&mut next);
-                                    next
-                                },
-                            );
-                            candidate = refined;
-                            rhs = moved.unwrap_or(shifted);
-                            if within {
-                                converged = true;
-                                break;
-                            }
+                    // Proximal passes at the rung's compliance, then, while
+                    // their defect stays above its bound, at a compliance a
+                    // hundred times smaller from the last solution and its
+                    // basis (see `proximal_passes`); converged, the operator
+                    // keeps the compliance that solved (the dump shows it),
+                    // else the rung failed.
+                    let mut eps = epsilon;
+                    let mut stage = 0;
+                    loop {
+                        let compliance: Vec<f64> = lcp.diagonal().iter().map(|d| eps * d).collect();
+                        let (refined, shifted, within) = proximal_passes(
+                            base,
+                            &compliance,
+                            lcp.diagonal(),
+                            &mut centre,
+                            candidate,
+                            settings,
+                            &mut pivots,
+                            |shifted, again| {
+                                let mut next =
+                                    solve_structured_or_fail(&lcp, &scaled(shifted), again);
+                                unscale(&mut next);
+                                next
+                            },
+                        );
+                        candidate = refined;
+                        if let Some(shifted) = shifted {
+                            rhs = shifted;
                         }
-                        // Converged, the operator keeps the compliance that
-                        // solved (the dump shows it); else the rung failed.
-                        if !converged {
+                        if within {
+                            break;
+                        }
+                        if stage == settings.compliance_continuation {
                             candidate.status = LcpStatus::NumericalFailure;
+                            break;
                         }
+                        stage += 1;
+                        eps *= 0.01;
+                        lcp.set_regularization(eps);
+                        centre.copy_from(&candidate.z);
+                        let start = DVector::from_fn(base.len(), |i, _| {
+                            base[i] - eps * lcp.diagonal()[i] * centre[i]
+                        });
+                        let again = LemkeOptions {
+                            warm_start: Some(candidate.basis.clone()),
+                            ..contact_options()
+                        };
+                        let mut next = solve_structured_or_fail(&lcp, &scaled(&start), &again);
+                        unscale(&mut next);
+                        pivots += next.pivots;
+                        if next.status != LcpStatus::Solved {
+                            candidate.status = LcpStatus::NumericalFailure;
+                            break;
+                        }
+                        candidate = next;
+                        rhs = start;
                     }
                 }
                 let solved = candidate.status == LcpStatus::Solved;

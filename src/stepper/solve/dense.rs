@@ -113,94 +113,70 @@ pub fn solve_regularized(
             }
             let mut candidate = solve_or_fail(&next, options);
             // The compliance εI on the first `blocks` rows, refined by
-            // proximal passes from z⁰ = 0 (the problem solved above).
+            // proximal passes from z⁰ = 0 (the problem solved above), then,
+            // while their defect stays above its bound, at a compliance a
+            // hundred times smaller from the last solution and its basis
+            // (see `proximal_passes`); else the rung failed.
             if candidate.status == LcpStatus::Solved {
-                let compliance: Vec<f64> = (0..next.size())
-                    .map(|i| if i < blocks { regularization } else { 0.0 })
-                    .collect();
                 let mut centre = DVector::zeros(next.size());
-                let first = candidate.pivots;
-                let mut passes = 0;
-                let (refined, shifted, within) = proximal_passes(
-                    &base.q,
-                    &compliance,
-                    diagonal.as_slice(),
-                    &mut centre,
-                    candidate,
-                    settings,
-                    &mut passes,
-                    |shifted, again| {
-                        next.q.copy_from(shifted);
-                        solve_or_fail(&next, again)
-                    },
-                );
-                // Every solve's pivots once, the first and the passes'.
-                candidate = LcpSolution {
-                    pivots: first + passes,
-                    ..refined
-                };
-                // The LCP the kept solution solves (a failed last pass
-                // left its own right-hand side in `next`).
-                next.q = shifted.unwrap_or_else(|| base.q.clone());
-                if !within {
-                    // The defect outlived the passes (see `proximal_passes`):
-                    // continue with a compliance a hundred times smaller,
-                    // from the last solution and its basis, while Lemke
-                    // solves it; else the rung failed.
-                    let mut extra = 0;
-                    let mut converged = false;
-                    let mut reg = regularization;
-                    for _ in 0..settings.compliance_continuation {
-                        reg *= 0.01;
-                        next.m.copy_from(&base.m);
-                        for i in 0..blocks {
-                            next.m[(i, i)] += reg;
-                        }
-                        let compliance: Vec<f64> = (0..next.size())
-                            .map(|i| if i < blocks { reg } else { 0.0 })
-                            .collect();
-                        centre.copy_from(&candidate.z);
-                        let start = DVector::from_fn(base.size(), |i, _| {
-                            base.q[i] - compliance[i] * centre[i]
-                        });
-                        next.q.copy_from(&start);
-                        let again = LemkeOptions {
-                            warm_start: Some(candidate.basis.clone()),
-                            ..contact_options()
-                        };
-                        let first = solve_or_fail(&next, &again);
-                        extra += first.pivots;
-                        if first.status != LcpStatus::Solved {
-                            break;
-                        }
-                        let (refined, shifted, within) = proximal_passes(
-                            &base.q,
-                            &compliance,
-                            diagonal.as_slice(),
-                            &mut centre,
-                            first,
-                            settings,
-                            &mut extra,
-                            |shifted, again| {
-                                next.q.copy_from(shifted);
-                                solve_or_fail(&next, again)
-                            },
-                        );
-                        candidate = LcpSolution {
-                            pivots: candidate.pivots,
-                            ..refined
-                        };
-                        next.q = shifted.unwrap_or(start);
-                        if within {
-                            converged = true;
-                            break;
-                        }
+                let mut total = candidate.pivots;
+                let mut start = base.q.clone();
+                let mut reg = regularization;
+                let mut stage = 0;
+                loop {
+                    let compliance: Vec<f64> = (0..next.size())
+                        .map(|i| if i < blocks { reg } else { 0.0 })
+                        .collect();
+                    let mut passes = 0;
+                    let (refined, shifted, within) = proximal_passes(
+                        &base.q,
+                        &compliance,
+                        diagonal.as_slice(),
+                        &mut centre,
+                        candidate,
+                        settings,
+                        &mut passes,
+                        |shifted, again| {
+                            next.q.copy_from(shifted);
+                            solve_or_fail(&next, again)
+                        },
+                    );
+                    total += passes;
+                    candidate = refined;
+                    // The LCP the kept solution solves (a failed last pass
+                    // left its own right-hand side in `next`).
+                    next.q = shifted.unwrap_or_else(|| start.clone());
+                    if within {
+                        break;
                     }
-                    candidate.pivots += extra;
-                    if !converged {
+                    if stage == settings.compliance_continuation {
                         candidate.status = LcpStatus::NumericalFailure;
+                        break;
                     }
+                    stage += 1;
+                    reg *= 0.01;
+                    next.m.copy_from(&base.m);
+                    for i in 0..blocks {
+                        next.m[(i, i)] += reg;
+                    }
+                    centre.copy_from(&candidate.z);
+                    start = DVector::from_fn(base.size(), |i, _| {
+                        base.q[i] - if i < blocks { reg * centre[i] } else { 0.0 }
+                    });
+                    next.q.copy_from(&start);
+                    let again = LemkeOptions {
+                        warm_start: Some(candidate.basis.clone()),
+                        ..contact_options()
+                    };
+                    let first = solve_or_fail(&next, &again);
+                    total += first.pivots;
+                    if first.status != LcpStatus::Solved {
+                        candidate.status = LcpStatus::NumericalFailure;
+                        break;
+                    }
+                    candidate = first;
                 }
+                candidate.pivots = total;
             }
             (candidate, Some(next))
         };
