@@ -546,17 +546,13 @@ fn deepest_pair(model: &Model, report: &StepReport) -> String {
     };
     match model {
         Model::Rigid(s) => {
-            let name = |i: usize| s.bodies.get(i).map_or("?", |b| b.name.as_str());
+            use crate::model::Other;
+            let a = s.other_name(Other::Body(c.id.a)).unwrap_or("?");
+            let b = s.other_name(c.id.b).unwrap_or("?");
             match c.id.b {
-                crate::model::Other::Body(j) => {
-                    format!("bodies `{}` and `{}`", name(c.id.a), name(j))
-                }
-                crate::model::Other::Surface(k) => format!(
-                    "body `{}` and surface `{}`",
-                    name(c.id.a),
-                    s.surfaces.get(k).map_or("?", |x| x.name.as_str())
-                ),
-                crate::model::Other::World => format!("body `{}` and the world", name(c.id.a)),
+                Other::Body(_) => format!("bodies `{a}` and `{b}`"),
+                Other::Surface(_) => format!("body `{a}` and surface `{b}`"),
+                Other::World => format!("body `{a}` and the world"),
             }
         }
         Model::Linear(s) => s

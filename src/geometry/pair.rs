@@ -178,19 +178,20 @@ fn capsule_pair_3d(a: WorldCapsule, b: WorldCapsule, margin: f64, raw: &mut Vec<
                 .try_normalize(0.0)
                 .unwrap_or_else(|| da.cross(&Vector3::y()))
         }
-    };
-    let main_distance = ((a0 + da * s) - (b0 + db * t)).norm();
+    }
+    .normalize();
+    let closest = (a0 + da * s) - (b0 + db * t);
+    let main_distance = closest.norm();
     if main_distance - ra - rb > margin {
         return;
     }
     let parallel = {
         let (la, lb) = (da.norm(), db.norm());
-        let n = (a0 + da * s) - (b0 + db * t);
         la > 0.0
             && lb > 0.0
             && da.dot(&db).abs() >= (std::f64::consts::PI / 8.0).cos() * la * lb
             && (main_distance == 0.0
-                || da.dot(&n).abs() < (std::f64::consts::PI / 8.0).sin() * la * main_distance)
+                || da.dot(&closest).abs() < (std::f64::consts::PI / 8.0).sin() * la * main_distance)
     };
     let mut ends = Vec::with_capacity(2);
     if parallel {
@@ -219,12 +220,12 @@ fn capsule_pair_3d(a: WorldCapsule, b: WorldCapsule, margin: f64, raw: &mut Vec<
         }
     }
     for &(u, t) in &ends {
-        pair(u, t, across.normalize());
+        pair(u, t, across);
     }
     // The closest pair, unless it is (to 1e-3 of A's core) an end of the
     // overlap already named.
     if ends.iter().all(|&(u, _)| (u - s).abs() > 1e-3) {
-        pair(s, t, across.normalize());
+        pair(s, t, across);
     }
 }
 
@@ -285,7 +286,8 @@ fn raw_3d(
         for point in &manifold.points {
             let p1 = Point3::new(point.local_p1.x, point.local_p1.y, point.local_p1.z);
             let p2 = Point3::new(point.local_p2.x, point.local_p2.y, point.local_p2.z);
-            let (fid1, fid2) = match (shape_a, shape_b) {
+            // Between two boxes, named by where the point lies on each.
+            let named = match (shape_a, shape_b) {
                 (
                     Shape::Box {
                         half_extents: half_a,
@@ -293,12 +295,10 @@ fn raw_3d(
                     Shape::Box {
                         half_extents: half_b,
                     },
-                ) => match (box_feature(&p1, half_a), box_feature(&p2, half_b)) {
-                    (Some(feature_a), Some(feature_b)) => (feature_a, feature_b),
-                    _ => (point.fid1.0, point.fid2.0),
-                },
-                _ => (point.fid1.0, point.fid2.0),
+                ) => box_feature(&p1, half_a).zip(box_feature(&p2, half_b)),
+                _ => None,
             };
+            let (fid1, fid2) = named.unwrap_or((point.fid1.0, point.fid2.0));
             raw.push(Raw {
                 point_a: (pose_a * p1).coords,
                 point_b: (pose_b * p2).coords,
@@ -392,7 +392,8 @@ fn raw_2d(
             let p2 = Point2::new(point.local_p2.x, point.local_p2.y);
             let world_a = pose_a * p1;
             let world_b = pose_b * p2;
-            let (fid1, fid2) = match (shape_a, shape_b) {
+            // Between two boxes, named by where the point lies on each.
+            let named = match (shape_a, shape_b) {
                 (
                     Shape::Box {
                         half_extents: half_a,
@@ -400,18 +401,15 @@ fn raw_2d(
                     Shape::Box {
                         half_extents: half_b,
                     },
-                ) => match (box_feature_2d(&p1, half_a), box_feature_2d(&p2, half_b)) {
-                    (Some(feature_a), Some(feature_b)) => (feature_a, feature_b),
-                    _ => (
-                        planar_feature(shape_a, p1, point.fid1.0),
-                        planar_feature(shape_b, p2, point.fid2.0),
-                    ),
-                },
-                _ => (
+                ) => box_feature_2d(&p1, half_a).zip(box_feature_2d(&p2, half_b)),
+                _ => None,
+            };
+            let (fid1, fid2) = named.unwrap_or_else(|| {
+                (
                     planar_feature(shape_a, p1, point.fid1.0),
                     planar_feature(shape_b, p2, point.fid2.0),
-                ),
-            };
+                )
+            });
             raw.push(Raw {
                 point_a: Vector3::new(world_a.x, world_a.y, 0.0),
                 point_b: Vector3::new(world_b.x, world_b.y, 0.0),

@@ -451,6 +451,16 @@ impl RigidSystem {
             .any(|jt| (jt.a == i && jt.b == Some(j)) || (jt.a == j && jt.b == Some(i)))
     }
 
+    /// The name of a contact's other side, a body or a surface (`None` for
+    /// the world or an index past the last).
+    pub fn other_name(&self, other: Other) -> Option<&str> {
+        match other {
+            Other::Body(j) => self.bodies.get(j).map(|b| b.name.as_str()),
+            Other::Surface(k) => self.surfaces.get(k).map(|s| s.name.as_str()),
+            Other::World => None,
+        }
+    }
+
     /// Number of generalized velocities.
     pub fn dof(&self) -> usize {
         velocity_size(self.dimension) * self.bodies.len()

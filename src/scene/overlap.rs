@@ -53,8 +53,8 @@ pub fn describe(model: &Model, overlap: &Overlap) -> (String, String, String) {
         Model::Rigid(s) => {
             let name = |i: usize| s.bodies.get(i).map_or("?", |b| b.name.as_str());
             match overlap.b {
-                Other::Surface(k) => {
-                    let surface = s.surfaces.get(k).map_or("?", |x| x.name.as_str());
+                Other::Surface(_) => {
+                    let surface = s.other_name(overlap.b).unwrap_or("?");
                     (
                         name(overlap.a).to_owned(),
                         format!("bodies[{}].position", overlap.a),

@@ -95,15 +95,12 @@ pub fn body(sim: &Simulation, index: usize) -> Option<BodyReport> {
             continue;
         };
         let other = if sign > 0.0 {
-            match c.id.b {
-                Other::Body(j) => system.bodies.get(j).map(|b| b.name.clone()),
-                Other::Surface(s) => system.surfaces.get(s).map(|s| s.name.clone()),
-                Other::World => None,
-            }
+            system.other_name(c.id.b)
         } else {
-            system.bodies.get(c.id.a).map(|b| b.name.clone())
+            system.other_name(Other::Body(c.id.a))
         }
-        .unwrap_or_else(|| "?".to_owned());
+        .unwrap_or("?")
+        .to_owned();
         let normal = c.frame.as_ref().map_or(Vector3::zeros(), |f| f.normal);
         let impulse = normal * c.normal_impulse + c.friction_impulse;
         contacts.push(ContactLine {

@@ -111,22 +111,35 @@ pub(super) fn ladder(
         .collect()
 }
 
-/// Proximal point iterations (Rockafellar 1976) after a compliance C (the
-/// diagonal `compliance`) solved LCP(M + C, q − C z⁰) with `solution`, z⁰
-/// being `centre`: that solution solves the scheme's own LCP(M, q) only up
-/// to the defect C(z − z⁰), a velocity. A contact with no impulse of its own
-/// to start from (z⁰ = 0: a new identity, such as the corner ids parry
-/// swaps between steps) under a heavy load on a light body makes it large:
-/// a 1 g box under 10⁸ kg, Δ = 10³, ε = 10⁻⁴ and z = 2.45·10⁶ N·s gave a
-/// defect of 2.4·10⁵ m/s, and the box left at 9.4·10⁵ m/s in a "solved"
-/// step. While the defect exceeds [`StepSettings::proximal_defect`] times
-/// ‖q‖∞, the centre moves to the solution and `solve` (given the shifted
-/// right-hand side and Lemke's options warm from the last basis: no pivots
-/// while the active set holds) solves again; each pass shrinks the defect
-/// by C/(λ + C) in each of M's eigendirections λ (10⁻⁴ a pass there). Ends
-/// at the last solved pass; returns its solution, when the centre moved the
-/// right-hand side q − C z⁰ it solves, and whether its defect is within the
-/// bound. Pivots are added to `pivots`.
+/// How [`proximal_passes`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Passes {
+    /// The defect is within its bound: the solution solves the scheme's LCP.
+    Within,
+    /// The passes and every stage of the continuation left it above.
+    Unconverged,
+    /// A stage of the continuation was not solved (the last call of
+    /// `solve` failed; the solution is the stage's before).
+    StageFailed,
+}
+
+/// Proximal point iterations (Rockafellar 1976) after a compliance C = εw
+/// (`epsilon` times the diagonal `weights`) solved LCP(M + C, q − C z⁰) with
+/// `solution`, z⁰ being `centre`: that solution solves the scheme's own
+/// LCP(M, q) only up to the defect C(z − z⁰), a velocity. A contact with no
+/// impulse of its own to start from (z⁰ = 0: a new identity, such as the
+/// corner ids parry swaps between steps) under a heavy load on a light body
+/// makes it large: a 1 g box under 10⁸ kg, Δ = 10³, ε = 10⁻⁴ and z =
+/// 2.45·10⁶ N·s gave a defect of 2.4·10⁵ m/s, and the box left at 9.4·10⁵ m/s
+/// in a "solved" step. While the defect exceeds
+/// [`StepSettings::proximal_defect`] times ‖q‖∞, the centre moves to the
+/// solution and `solve` (given ε, the shifted right-hand side and Lemke's
+/// options warm from the last basis: no pivots while the active set holds)
+/// solves again; each pass shrinks the defect by C/(λ + C) in each of M's
+/// eigendirections λ (10⁻⁴ a pass there). Returns the last solved
+/// solution, the right-hand side q − C z⁰ it solves when that is not the
+/// one `solution` came with, and how it ended. Pivots are added to
+/// `pivots`.
 ///
 /// A defect left above the bound is a velocity the step would take that
 /// the scheme's LCP does not allow, so the caller must not report it as
@@ -135,27 +148,27 @@ pub(super) fn ladder(
 /// 10⁻⁸ against C = 0.1 on the light box's rows; after the 8 passes its
 /// defect was 0.07–0.34 m/s against a bound of 10⁻⁷, and the heavy box sank
 /// 1.2 mm a step into the light one, 14 mm in all, every step "solved". The
-/// callers then continue with a compliance a hundred times smaller, from the
-/// last solution and its basis ([`StepSettings::compliance_continuation`]):
-/// the defect is C|z − z⁰|, so each stage takes it down a hundredfold where
-/// the passes could not. Measured on a 1 kg box under 10⁶ kg among the
-/// stacks of `tests/mass_ratios.rs` (Moreau–Jean, in space): 4.8e-2 m/s after
-/// the passes at ε = 1e-4 (it used to be taken, and the heavy box sank
-/// 0.22 mm), 4.5e-3 at 1e-6, 4.8e-9 at 1e-8, within the bound and without a
-/// pivot. Where a stage is not solved the rung fails. The bound is never
-/// below the resolution of the velocity the impulses make, ε max Δᵢ|zᵢ|
-/// (`diagonal` is Δ).
+/// passes then continue with a compliance a hundred times smaller, from the
+/// last solution and its basis ([`StepSettings::compliance_continuation`]
+/// stages): the defect is C|z − z⁰|, so each stage takes it down a
+/// hundredfold where the passes could not. Measured on a 1 kg box under
+/// 10⁶ kg among the stacks of `tests/mass_ratios.rs` (Moreau–Jean, in
+/// space): 4.8e-2 m/s after the passes at ε = 1e-4 (it used to be taken, and
+/// the heavy box sank 0.22 mm), 4.5e-3 at 1e-6, 4.8e-9 at 1e-8, within the
+/// bound and without a pivot. The bound is never below the resolution of
+/// the velocity the impulses make, ε max Δᵢ|zᵢ| (`diagonal` is Δ).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn proximal_passes(
     q: &DVector<f64>,
-    compliance: &[f64],
+    weights: &[f64],
     diagonal: &[f64],
+    epsilon: f64,
     centre: &mut DVector<f64>,
     mut solution: LcpSolution,
     settings: &StepSettings,
     pivots: &mut usize,
-    mut solve: impl FnMut(&DVector<f64>, &LemkeOptions) -> LcpSolution,
-) -> (LcpSolution, Option<DVector<f64>>, bool) {
+    mut solve: impl FnMut(f64, &DVector<f64>, &LemkeOptions) -> LcpSolution,
+) -> (LcpSolution, Option<DVector<f64>>, Passes) {
     // The bound, and never below what f64 resolves of a velocity made of
     // these impulses: ε Δᵢ|zᵢ| on the row of the largest. A 1 g box under
     // 10⁸ kg carries 10⁷ N·s on Δ ≈ 10³, so its velocity is known to 2e-6
@@ -169,35 +182,58 @@ pub(super) fn proximal_passes(
                 .fold(0.0, f64::max)
     };
     let bound = settings.proximal_defect * q.amax().max(f64::MIN_POSITIVE);
-    let bound = |z: &DVector<f64>| bound.max(resolution(z));
-    let defect_of = |z: &DVector<f64>, centre: &DVector<f64>| {
-        compliance
+    let within = |z: &DVector<f64>, centre: &DVector<f64>, epsilon: f64| {
+        let defect = weights
             .iter()
             .zip(z.iter().zip(centre.iter()))
-            .map(|(c, (z, z0))| c * (z - z0).abs())
-            .fold(0.0, f64::max)
+            .map(|(w, (z, z0))| epsilon * w * (z - z0).abs())
+            .fold(0.0, f64::max);
+        defect <= bound.max(resolution(z))
+    };
+    // q − C z⁰ for the centre z⁰ and the compliance εw.
+    let shifted = |centre: &DVector<f64>, epsilon: f64| {
+        DVector::from_fn(q.len(), |i, _| q[i] - epsilon * weights[i] * centre[i])
+    };
+    let warm = |solution: &LcpSolution| LemkeOptions {
+        warm_start: Some(solution.basis.clone()),
+        ..contact_options()
     };
     let mut rhs = None;
-    for _ in 0..settings.proximal_iterations {
-        if defect_of(&solution.z, centre) <= bound(&solution.z) {
-            break;
+    let mut epsilon = epsilon;
+    for stage in 0..=settings.compliance_continuation {
+        if stage > 0 {
+            // The next stage: a compliance a hundred times smaller,
+            // centred on the last solution, from its basis.
+            epsilon *= 0.01;
+            centre.copy_from(&solution.z);
+            let start = shifted(centre, epsilon);
+            let next = solve(epsilon, &start, &warm(&solution));
+            *pivots += next.pivots;
+            if next.status != LcpStatus::Solved {
+                return (solution, rhs, Passes::StageFailed);
+            }
+            solution = next;
+            rhs = Some(start);
         }
-        centre.copy_from(&solution.z);
-        let shifted = DVector::from_fn(q.len(), |i, _| q[i] - compliance[i] * centre[i]);
-        let again = LemkeOptions {
-            warm_start: Some(solution.basis.clone()),
-            ..contact_options()
-        };
-        let next = solve(&shifted, &again);
-        *pivots += next.pivots;
-        if next.status != LcpStatus::Solved {
-            break;
+        for _ in 0..settings.proximal_iterations {
+            if within(&solution.z, centre, epsilon) {
+                break;
+            }
+            centre.copy_from(&solution.z);
+            let again = shifted(centre, epsilon);
+            let next = solve(epsilon, &again, &warm(&solution));
+            *pivots += next.pivots;
+            if next.status != LcpStatus::Solved {
+                break;
+            }
+            solution = next;
+            rhs = Some(again);
         }
-        solution = next;
-        rhs = Some(shifted);
+        if within(&solution.z, centre, epsilon) {
+            return (solution, rhs, Passes::Within);
+        }
     }
-    let within = defect_of(&solution.z, centre) <= bound(&solution.z);
-    (solution, rhs, within)
+    (solution, rhs, Passes::Unconverged)
 }
 
 /// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
@@ -643,62 +679,31 @@ impl ContactSolver {
                 let solved = candidate.status == LcpStatus::Solved;
                 let mut rhs = rhs.into_owned();
                 if solved && epsilon > 0.0 {
-                    // Proximal passes at the rung's compliance, then, while
-                    // their defect stays above its bound, at a compliance a
-                    // hundred times smaller from the last solution and its
-                    // basis (see `proximal_passes`); converged, the operator
-                    // keeps the compliance that solved (the dump shows it),
-                    // else the rung failed.
-                    let mut eps = epsilon;
-                    let mut stage = 0;
-                    loop {
-                        let compliance: Vec<f64> = lcp.diagonal().iter().map(|d| eps * d).collect();
-                        let (refined, shifted, within) = proximal_passes(
-                            base,
-                            &compliance,
-                            lcp.diagonal(),
-                            &mut centre,
-                            candidate,
-                            settings,
-                            &mut pivots,
-                            |shifted, again| {
-                                let mut next =
-                                    solve_structured_or_fail(&lcp, &scaled(shifted), again);
-                                unscale(&mut next);
-                                next
-                            },
-                        );
-                        candidate = refined;
-                        if let Some(shifted) = shifted {
-                            rhs = shifted;
-                        }
-                        if within {
-                            break;
-                        }
-                        if stage == settings.compliance_continuation {
-                            candidate.status = LcpStatus::NumericalFailure;
-                            break;
-                        }
-                        stage += 1;
-                        eps *= 0.01;
-                        lcp.set_regularization(eps);
-                        centre.copy_from(&candidate.z);
-                        let start = DVector::from_fn(base.len(), |i, _| {
-                            base[i] - eps * lcp.diagonal()[i] * centre[i]
-                        });
-                        let again = LemkeOptions {
-                            warm_start: Some(candidate.basis.clone()),
-                            ..contact_options()
-                        };
-                        let mut next = solve_structured_or_fail(&lcp, &scaled(&start), &again);
-                        unscale(&mut next);
-                        pivots += next.pivots;
-                        if next.status != LcpStatus::Solved {
-                            candidate.status = LcpStatus::NumericalFailure;
-                            break;
-                        }
-                        candidate = next;
-                        rhs = start;
+                    // Converged, the operator keeps the compliance that
+                    // solved (the dump shows it); else the rung failed.
+                    let weights = lcp.diagonal().to_vec();
+                    let (refined, shifted, passes) = proximal_passes(
+                        base,
+                        &weights,
+                        &weights,
+                        epsilon,
+                        &mut centre,
+                        candidate,
+                        settings,
+                        &mut pivots,
+                        |epsilon, shifted, again| {
+                            lcp.set_regularization(epsilon);
+                            let mut next = solve_structured_or_fail(&lcp, &scaled(shifted), again);
+                            unscale(&mut next);
+                            next
+                        },
+                    );
+                    candidate = refined;
+                    if let Some(shifted) = shifted {
+                        rhs = shifted;
+                    }
+                    if passes != Passes::Within {
+                        candidate.status = LcpStatus::NumericalFailure;
                     }
                 }
                 let solved = candidate.status == LcpStatus::Solved;

@@ -154,8 +154,7 @@ fn stated_gap_bound(args: &[String]) -> Option<f64> {
             Some(rest) => rest.strip_prefix('='),
             None => None,
         };
-        if let Some(kind) = value.and_then(|v| StepperKind::ALL.into_iter().find(|k| k.name() == v))
-        {
+        if let Some(Ok(kind)) = value.map(str::parse::<StepperKind>) {
             stepper = kind;
         }
     }

@@ -10,8 +10,8 @@
 //! ([`crate::stepper::warm`]), contact by contact.
 
 use super::{
-    ContactProblem, ContactSolution, ContactSolver, Unknowns, contact_options, failed_solution,
-    frictionless_basis, ladder, proximal_passes,
+    ContactProblem, ContactSolution, ContactSolver, Passes, Unknowns, contact_options,
+    failed_solution, frictionless_basis, ladder, proximal_passes,
 };
 use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
@@ -118,65 +118,50 @@ pub fn solve_regularized(
             // hundred times smaller from the last solution and its basis
             // (see `proximal_passes`); else the rung failed.
             if candidate.status == LcpStatus::Solved {
+                let weights: Vec<f64> = (0..next.size())
+                    .map(|i| if i < blocks { 1.0 } else { 0.0 })
+                    .collect();
                 let mut centre = DVector::zeros(next.size());
-                let mut total = candidate.pivots;
-                let mut start = base.q.clone();
-                let mut reg = regularization;
-                let mut stage = 0;
-                loop {
-                    let compliance: Vec<f64> = (0..next.size())
-                        .map(|i| if i < blocks { reg } else { 0.0 })
-                        .collect();
-                    let mut passes = 0;
-                    let (refined, shifted, within) = proximal_passes(
-                        &base.q,
-                        &compliance,
-                        diagonal.as_slice(),
-                        &mut centre,
-                        candidate,
-                        settings,
-                        &mut passes,
-                        |shifted, again| {
-                            next.q.copy_from(shifted);
-                            solve_or_fail(&next, again)
-                        },
-                    );
-                    total += passes;
-                    candidate = refined;
+                let first = candidate.pivots;
+                let mut passes = 0;
+                let mut current = regularization;
+                let (refined, shifted, ended) = proximal_passes(
+                    &base.q,
+                    &weights,
+                    diagonal.as_slice(),
+                    regularization,
+                    &mut centre,
+                    candidate,
+                    settings,
+                    &mut passes,
+                    |reg, shifted, again| {
+                        if reg != current {
+                            next.m.copy_from(&base.m);
+                            for i in 0..blocks {
+                                next.m[(i, i)] += reg;
+                            }
+                            current = reg;
+                        }
+                        next.q.copy_from(shifted);
+                        solve_or_fail(&next, again)
+                    },
+                );
+                // Every solve's pivots once, the first and the passes'.
+                candidate = LcpSolution {
+                    pivots: first + passes,
+                    ..refined
+                };
+                if ended == Passes::StageFailed {
+                    // `next` is the stage's LCP that failed.
+                    candidate.status = LcpStatus::NumericalFailure;
+                } else {
                     // The LCP the kept solution solves (a failed last pass
                     // left its own right-hand side in `next`).
-                    next.q = shifted.unwrap_or_else(|| start.clone());
-                    if within {
-                        break;
-                    }
-                    if stage == settings.compliance_continuation {
+                    next.q = shifted.unwrap_or_else(|| base.q.clone());
+                    if ended == Passes::Unconverged {
                         candidate.status = LcpStatus::NumericalFailure;
-                        break;
                     }
-                    stage += 1;
-                    reg *= 0.01;
-                    next.m.copy_from(&base.m);
-                    for i in 0..blocks {
-                        next.m[(i, i)] += reg;
-                    }
-                    centre.copy_from(&candidate.z);
-                    start = DVector::from_fn(base.size(), |i, _| {
-                        base.q[i] - if i < blocks { reg * centre[i] } else { 0.0 }
-                    });
-                    next.q.copy_from(&start);
-                    let again = LemkeOptions {
-                        warm_start: Some(candidate.basis.clone()),
-                        ..contact_options()
-                    };
-                    let first = solve_or_fail(&next, &again);
-                    total += first.pivots;
-                    if first.status != LcpStatus::Solved {
-                        candidate.status = LcpStatus::NumericalFailure;
-                        break;
-                    }
-                    candidate = first;
                 }
-                candidate.pivots = total;
             }
             (candidate, Some(next))
         };
