@@ -255,3 +255,75 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
         "the draw spans small and large problems"
     );
 }
+
+/// The velocity-space refinement (`ContactLcp::polish`) at the basis Lemke
+/// ended on gives back Lemke's solution on well-conditioned contact LCPs:
+/// the same z to 1e-9 of its scale, a w that is M z + q of the dense matrix
+/// (its friction, λ and μ rows included) and a velocity change that is
+/// W Jᵀ z, with and without the equilibration the steppers apply.
+#[test]
+fn velocity_space_refinement_keeps_lemkes_solutions() {
+    let mut rng = StdRng::seed_from_u64(20261126);
+    let h = 0.005;
+    let options = LemkeOptions::default();
+    let (mut cases, mut checked) = (0, 0);
+    while cases < 40 {
+        let case = case(&mut rng);
+        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
+        contacts.truncate(rng.random_range(1..=40));
+        if contacts.is_empty() {
+            continue;
+        }
+        cases += 1;
+        let MassInverse::Diagonal(w) = case.model.mass_inverse_form() else {
+            panic!("rigid bodies have a diagonal mass inverse");
+        };
+        let mu = vec![case.mu; contacts.len()];
+        let jacobians = || contacts.iter().map(|c| &c.jacobian).collect();
+        let operator = ContactLcp::new(jacobians(), w.as_slice(), &mu);
+        let layout = operator.layout;
+        let mut q = operator.transpose_times(&case.v_free);
+        for (j, c) in contacts.iter().enumerate() {
+            q[layout.normal(j)] += c.gap / h;
+        }
+        let dense = operator.to_dense();
+        let solution = lcp::solve_structured(&operator, &q, &options).expect("valid options");
+        if solution.status != LcpStatus::Solved {
+            continue;
+        }
+        let mut expected_change = DVector::zeros(case.model.dof());
+        operator.add_velocity_change(&solution.z, &mut expected_change);
+        let mut equilibrated = ContactLcp::new(jacobians(), w.as_slice(), &mu);
+        equilibrated.equilibrate();
+        for (name, op) in [("plain", &operator), ("equilibrated", &equilibrated)] {
+            let Some(polished) = op.polish(&q, &solution.basis, &solution.z) else {
+                panic!("case {cases} ({name}): Lemke's basis block factors");
+            };
+            let scale = solution.z.amax().max(1e-12);
+            let difference = (&polished.z - &solution.z).amax();
+            assert!(
+                difference <= 1e-9 * scale,
+                "case {cases} ({name}): z moved by {difference:e} (scale {scale:e})"
+            );
+            let w_dense = &dense * &polished.z + &q;
+            let w_error = (&polished.w - &w_dense).amax();
+            assert!(
+                w_error <= 1e-9 * q.amax().max(1.0),
+                "case {cases} ({name}): w differs from M z + q by {w_error:e}"
+            );
+            let mut change = DVector::zeros(case.model.dof());
+            op.add_flat(&polished.velocity_change, &mut change);
+            let change_error = (&change - &expected_change).amax();
+            assert!(
+                change_error <= 1e-9 * expected_change.amax().max(1.0),
+                "case {cases} ({name}): velocity change off by {change_error:e}"
+            );
+            assert!(residual(&dense, &q, &polished.z) <= 1e-10);
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 30,
+        "most cases are solved and checked ({checked})"
+    );
+}

@@ -377,7 +377,7 @@ pub struct Validation {
 }
 
 impl Validation {
-    fn of(z: &DVector<f64>, w: &DVector<f64>, scale: f64) -> Self {
+    pub fn of(z: &DVector<f64>, w: &DVector<f64>, scale: f64) -> Self {
         let neg = |v: &DVector<f64>| v.iter().fold(0.0_f64, |a, &x| a.max(-x));
         let comp = z
             .iter()

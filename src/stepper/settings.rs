@@ -69,6 +69,14 @@ pub struct StepSettings {
     /// scheme's own, unregularized problem first; a failed attempt costs
     /// little there.
     pub remember_regularization_from: usize,
+    /// An island's Lemke solution is refined in velocity space
+    /// ([`super::contact_lcp::ContactLcp::polish`]) when some velocity is
+    /// the sum of impulse terms larger than this times the velocity scale
+    /// ([`Self::velocity_scale`]): the digits lost in that sum are what
+    /// Lemke's acceptance leaves in the velocities. A pile of equal bodies
+    /// stays below 10² (a stack of n carries n weights); a gram under
+    /// 10⁸ kg reaches 10¹¹.
+    pub polish_cancellation: f64,
     /// Relative size below which an impulse or a slip velocity is zero (the
     /// contact states stick, slip and separating).
     pub zero: f64,
@@ -120,6 +128,7 @@ impl Default for StepSettings {
             proximal_iterations: 8,
             compliance_continuation: 4,
             remember_regularization_from: 100,
+            polish_cancellation: 1e4,
             zero: 1e-9,
             velocity_floor: 1e-3,
             secant_round_off: 1e-9,

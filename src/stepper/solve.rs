@@ -70,6 +70,59 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
         .unwrap_or_else(|_| failed_solution(m.size()))
 }
 
+/// Lemke's solution on an island, refined in velocity space
+/// ([`ContactLcp::polish`]) when the velocities it gives are sums of terms
+/// more than `settings.polish_cancellation` times the velocity scale (a
+/// light body under a heavy one): the refined (z, w) replace Lemke's when
+/// they are complementary within Lemke's own `max_residual` (or no worse
+/// than the solution Lemke accepted), which also
+/// turns a `NumericalFailure` at a complementary basis into `Solved` (its
+/// w, summed from 10⁹ m/s terms, failed the check, not the basis).
+/// Returns the refined velocity change (flat) to use instead of W J z.
+fn polish(
+    lcp: &ContactLcp<'_>,
+    rhs: &DVector<f64>,
+    candidate: &mut LcpSolution,
+    velocity_scale: f64,
+    settings: &StepSettings,
+) -> Option<Vec<f64>> {
+    let complementary = match candidate.status {
+        LcpStatus::Solved => true,
+        LcpStatus::NumericalFailure => !candidate.basis.is_empty(),
+        _ => false,
+    };
+    if !complementary
+        || lcp.cancellation(&candidate.z) <= settings.polish_cancellation * velocity_scale
+    {
+        return None;
+    }
+    let polished = lcp.polish(rhs, &candidate.basis, &candidate.z)?;
+    let mut z = polished.z;
+    // A basic zᵢ at zero comes back as rounding of either sign.
+    let floor = contact_options().tolerance * z.amax();
+    for zi in z.iter_mut() {
+        if *zi < 0.0 && *zi >= -floor {
+            *zi = 0.0;
+        }
+    }
+    let residual = lcp::Validation::of(&z, &polished.w, rhs.amax().max(1.0)).relative();
+    // Lemke's own w, summed from those terms, may already have passed on
+    // its componentwise backward error while hiding a violation of 10⁻⁶
+    // m/s (a friction row of a slightly wrong basis), which the refined w
+    // now shows: the refined solution is kept when it is no worse by the
+    // same measure.
+    let accepted = residual <= contact_options().max_residual
+        || (candidate.status == LcpStatus::Solved && residual <= candidate.residual);
+    if !accepted {
+        return None;
+    }
+    candidate.z = z;
+    candidate.w = polished.w;
+    candidate.residual = residual;
+    candidate.status = LcpStatus::Solved;
+    Some(polished.velocity_change)
+}
+
 pub(super) fn failed_solution(n: usize) -> LcpSolution {
     LcpSolution {
         z: DVector::zeros(n),
@@ -552,6 +605,7 @@ impl ContactSolver {
             active: None,
         };
         let mut velocity_change = DVector::zeros(problem.dof);
+        let velocity_scale = settings.velocity_scale(problem.free);
         // What this solve records, kept only when every island is solved.
         buffers.warm.begin(form);
         buffers.impulses.clear();
@@ -706,13 +760,14 @@ impl ContactSolver {
                         candidate.status = LcpStatus::NumericalFailure;
                     }
                 }
+                let polished = polish(&lcp, &rhs, &mut candidate, velocity_scale, settings);
                 let solved = candidate.status == LcpStatus::Solved;
-                outcome = Some((candidate, level, rhs));
+                outcome = Some((candidate, level, rhs, polished));
                 if solved {
                     break;
                 }
             }
-            let Some((island, level, rhs)) = outcome else {
+            let Some((island, level, rhs, polished)) = outcome else {
                 unreachable!("the ladder has at least level 0")
             };
             solution.islands += 1;
@@ -748,7 +803,10 @@ impl ContactSolver {
                 solution.z[g] = island.z[i];
                 solution.w[g] = island.w[i];
             }
-            lcp.add_velocity_change(&island.z, &mut velocity_change);
+            match &polished {
+                Some(change) => lcp.add_flat(change, &mut velocity_change),
+                None => lcp.add_velocity_change(&island.z, &mut velocity_change),
+            }
             for (local_j, &j) in members.iter().enumerate() {
                 let rows = contacts[j].jacobian.friction_count() + 1;
                 buffers.impulses.insert(
