@@ -483,6 +483,97 @@ impl<'a> Impulses<'a> {
         out
     }
 
+    /// The contact of LCP index i and its row: `Some(r)` for row r of J
+    /// (0: the normal, r ≥ 1: dᵣ), `None` for λ.
+    fn owner(&self, i: usize) -> (usize, Option<usize>) {
+        let layout = self.layout;
+        if i >= layout.friction + layout.contacts {
+            (i - layout.friction - layout.contacts, None)
+        } else if i >= layout.friction {
+            (i - layout.friction, Some(0))
+        } else {
+            let j = self.first_beta.partition_point(|&b| b <= i) - 1;
+            (j, Some(i - self.first_beta[j] + 1))
+        }
+    }
+
+    /// wᵢ = J_i Δv + (P z)ᵢ + qᵢ with the velocity change Δv given: P the
+    /// structure of (29) (Ẽλ on a friction row, μ̃c_n − Ẽᵀβ on a λ row).
+    fn slack(&self, i: usize, dv: &DVector<f64>, z: &DVector<f64>, q: f64, mu: &[f64]) -> f64 {
+        let (j, row) = self.owner(i);
+        let structure = match row {
+            None => {
+                let start = self.first_beta[j];
+                let beta: f64 = z.rows(start, self.contacts[j].friction_count()).sum();
+                mu[j] * z[self.layout.normal(j)] - beta
+            }
+            Some(0) => 0.0,
+            Some(_) => z[self.layout.lambda(j)],
+        };
+        let velocity = row.map_or(0.0, |r| self.contacts[j].dot(r, dv));
+        velocity + structure + q
+    }
+
+    /// The dense form of [`super::contact_lcp::ContactLcp::polish`]: the
+    /// solution of a part's LCP (29) (`m`, `q` unscaled, without
+    /// regularization, over the LCP indices `index`) at its complementary
+    /// basis (local indices whose z is basic), refined by Newton steps on
+    ///
+    /// ```text
+    ///     Δv − W Jᵀz = 0,      J_K Δv + (P z)_K + q_K = 0
+    /// ```
+    ///
+    /// with the velocity change Δv an unknown of its own: each step solves
+    /// (JᵀWJ + P)_KK δz = −w_K − J_K r, r = W Jᵀz − Δv, then Δv += r +
+    /// W Jᵀδz, so the contact rows are met to the rounding of the velocities
+    /// while the impulses' rounding shows only in r (an imbalance of
+    /// momentum). Returns the part's (z, w) and the whole Δv; `None` when
+    /// the block is singular or a step is not finite.
+    pub fn polish(
+        &self,
+        m: &DMatrix<f64>,
+        index: &[usize],
+        q: &DVector<f64>,
+        basis: &[usize],
+        z: &DVector<f64>,
+        mu: &[f64],
+    ) -> Option<(DVector<f64>, DVector<f64>, DVector<f64>)> {
+        const STEPS: usize = 3;
+        let k = basis.len();
+        let block = DMatrix::from_fn(k, k, |r, c| m[(basis[r], basis[c])]);
+        let lu = block.lu();
+        let mut whole = DVector::zeros(self.layout.size());
+        for &a in basis {
+            whole[index[a]] = z[a];
+        }
+        let mut dv = self.velocity_change(&whole);
+        let mut step = DVector::zeros(self.layout.size());
+        for _ in 0..STEPS {
+            let r = self.velocity_change(&whole) - &dv;
+            let rhs = DVector::from_fn(k, |row, _| {
+                let a = basis[row];
+                let (j, jrow) = self.owner(index[a]);
+                let through = jrow.map_or(0.0, |jr| self.contacts[j].dot(jr, &r));
+                -self.slack(index[a], &dv, &whole, q[a], mu) - through
+            });
+            let delta = lu.solve(&rhs)?;
+            if !delta.iter().all(|x| x.is_finite()) {
+                return None;
+            }
+            step.fill(0.0);
+            for (row, &a) in basis.iter().enumerate() {
+                step[index[a]] = delta[row];
+                whole[index[a]] += delta[row];
+            }
+            dv += r + self.velocity_change(&step);
+        }
+        let z = DVector::from_fn(index.len(), |a, _| whole[index[a]]);
+        let w = DVector::from_fn(index.len(), |a, _| {
+            self.slack(index[a], &dv, &whole, q[a], mu)
+        });
+        Some((z, w, dv))
+    }
+
     /// The velocity change W(D̃β̃ + ñc̃_n) for a solution z.
     pub fn velocity_change(&self, z: &DVector<f64>) -> DVector<f64> {
         match &self.map {

@@ -73,54 +73,128 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
 /// Lemke's solution on an island, refined in velocity space
 /// ([`ContactLcp::polish`]) when the velocities it gives are sums of terms
 /// more than `settings.polish_cancellation` times the velocity scale (a
-/// light body under a heavy one): the refined (z, w) replace Lemke's when
-/// they are complementary within Lemke's own `max_residual` (or no worse
-/// than the solution Lemke accepted), which also
-/// turns a `NumericalFailure` at a complementary basis into `Solved` (its
-/// w, summed from 10⁹ m/s terms, failed the check, not the basis).
-/// Returns the refined velocity change (flat) to use instead of W J z.
+/// light body under a heavy one); see [`refine`] for when the refinement
+/// replaces Lemke's (z, w). Returns the refined velocity change (flat) to
+/// use instead of W J z.
 fn polish(
     lcp: &ContactLcp<'_>,
     rhs: &DVector<f64>,
     candidate: &mut LcpSolution,
+    warm_start: Option<&[usize]>,
     velocity_scale: f64,
     settings: &StepSettings,
 ) -> Option<Vec<f64>> {
+    if lcp.cancellation(&candidate.z) <= settings.polish_cancellation * velocity_scale {
+        return None;
+    }
+    let start = candidate.z.clone();
+    refine(candidate, warm_start, rhs, |basis| {
+        lcp.polish(rhs, basis, &start)
+            .map(|p| (p.z, p.w, p.velocity_change))
+    })
+}
+
+/// A solution of [`refine`]: its relative residual, (z, w), the velocity
+/// change and the basis.
+struct Refined<V> {
+    residual: f64,
+    z: DVector<f64>,
+    w: DVector<f64>,
+    change: V,
+    basis: Vec<usize>,
+}
+
+/// Rounds of [`refine`]'s basis repair.
+const REPAIR_ROUNDS: usize = 8;
+
+/// Replaces Lemke's `candidate` for LCP(·, `q`) by a solution refined in
+/// velocity space: `polish` gives (z, w, Δv) at a basis (the indices whose
+/// z is basic), with w computed from Δv itself. It starts at Lemke's final
+/// basis, or at `warm_start` when Lemke did not end on a complementary one
+/// (a ray); while the refined pair is not complementary within Lemke's
+/// `max_residual`, the basis is repaired (negative basic zᵢ leave; else the
+/// most negative wᵢ enters), up to [`REPAIR_ROUNDS`] times. Lemke's own w
+/// is a sum of the large terms, and where it passed on its componentwise
+/// backward error it can hide a wrong basis by 10⁻³ m/s (a friction row),
+/// or end Lemke on a ray from rounding; the refined w shows and settles it.
+/// A refinement still above `max_residual` is kept only over a `Solved`
+/// candidate that is worse by the same measure. Returns Δv when the
+/// candidate was replaced (it is then `Solved`).
+fn refine<V>(
+    candidate: &mut LcpSolution,
+    warm_start: Option<&[usize]>,
+    q: &DVector<f64>,
+    mut polish: impl FnMut(&[usize]) -> Option<(DVector<f64>, DVector<f64>, V)>,
+) -> Option<V> {
     let complementary = match candidate.status {
         LcpStatus::Solved => true,
         LcpStatus::NumericalFailure => !candidate.basis.is_empty(),
         _ => false,
     };
-    if !complementary
-        || lcp.cancellation(&candidate.z) <= settings.polish_cancellation * velocity_scale
-    {
-        return None;
-    }
-    let polished = lcp.polish(rhs, &candidate.basis, &candidate.z)?;
-    let mut z = polished.z;
-    // A basic zᵢ at zero comes back as rounding of either sign.
-    let floor = contact_options().tolerance * z.amax();
-    for zi in z.iter_mut() {
-        if *zi < 0.0 && *zi >= -floor {
-            *zi = 0.0;
+    let mut basis = if complementary {
+        candidate.basis.clone()
+    } else {
+        warm_start?.to_vec()
+    };
+    let options = contact_options();
+    let scale = q.amax().max(1.0);
+    let n = q.len();
+    let mut best: Option<Refined<V>> = None;
+    for _ in 0..REPAIR_ROUNDS {
+        let Some((mut z, w, change)) = polish(&basis) else {
+            break;
+        };
+        // A basic zᵢ at zero comes back as rounding of either sign.
+        let floor = options.tolerance * z.amax();
+        for zi in z.iter_mut() {
+            if *zi < 0.0 && *zi >= -floor {
+                *zi = 0.0;
+            }
+        }
+        let residual = lcp::Validation::of(&z, &w, scale).relative();
+        let negative: Vec<usize> = basis.iter().copied().filter(|&i| z[i] < 0.0).collect();
+        let entering = (0..n)
+            .filter(|i| !basis.contains(i) && w[*i] < 0.0)
+            .min_by(|&a, &b| w[a].total_cmp(&w[b]));
+        if best.as_ref().is_none_or(|b| residual < b.residual) {
+            best = Some(Refined {
+                residual,
+                z,
+                w,
+                change,
+                basis: basis.clone(),
+            });
+        }
+        if residual <= options.max_residual {
+            break;
+        }
+        if !negative.is_empty() {
+            basis.retain(|i| !negative.contains(i));
+        } else if let Some(i) = entering {
+            basis.push(i);
+            basis.sort_unstable();
+        } else {
+            break;
         }
     }
-    let residual = lcp::Validation::of(&z, &polished.w, rhs.amax().max(1.0)).relative();
-    // Lemke's own w, summed from those terms, may already have passed on
-    // its componentwise backward error while hiding a violation of 10⁻⁶
-    // m/s (a friction row of a slightly wrong basis), which the refined w
-    // now shows: the refined solution is kept when it is no worse by the
-    // same measure.
-    let accepted = residual <= contact_options().max_residual
+    let Refined {
+        residual,
+        z,
+        w,
+        change,
+        basis,
+    } = best?;
+    let accepted = residual <= options.max_residual
         || (candidate.status == LcpStatus::Solved && residual <= candidate.residual);
     if !accepted {
         return None;
     }
     candidate.z = z;
-    candidate.w = polished.w;
+    candidate.w = w;
     candidate.residual = residual;
+    candidate.basis = basis;
     candidate.status = LcpStatus::Solved;
-    Some(polished.velocity_change)
+    Some(change)
 }
 
 pub(super) fn failed_solution(n: usize) -> LcpSolution {
@@ -760,7 +834,14 @@ impl ContactSolver {
                         candidate.status = LcpStatus::NumericalFailure;
                     }
                 }
-                let polished = polish(&lcp, &rhs, &mut candidate, velocity_scale, settings);
+                let polished = polish(
+                    &lcp,
+                    &rhs,
+                    &mut candidate,
+                    options.warm_start.as_deref(),
+                    velocity_scale,
+                    settings,
+                );
                 let solved = candidate.status == LcpStatus::Solved;
                 outcome = Some((candidate, level, rhs, polished));
                 if solved {

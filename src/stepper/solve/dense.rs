@@ -85,6 +85,7 @@ pub fn solve_regularized(
     options: &LemkeOptions,
     settings: &StepSettings,
     first: usize,
+    refine: &mut dyn FnMut(&mut LcpSolution),
 ) -> Regularized {
     let cold = contact_options();
     let mut pivots = 0;
@@ -93,7 +94,9 @@ pub fn solve_regularized(
     for (level, relax, warm) in ladder(problem.size(), levels, settings, first) {
         let options = if warm { options } else { &cold };
         let (candidate, fallback) = if level == 0 {
-            (solve_or_fail(problem, options), None)
+            let mut candidate = solve_or_fail(problem, options);
+            refine(&mut candidate);
+            (candidate, None)
         } else {
             let base = if relax {
                 relaxed.unwrap_or(problem)
@@ -230,6 +233,7 @@ impl ContactSolver {
             &options,
             settings,
             self.dense_level,
+            &mut |_| {},
         );
         self.dense_level = regularized.level;
         let island = regularized.solution;
@@ -302,6 +306,9 @@ impl ContactSolver {
             basis: Vec::new(),
             warm_started: false,
         };
+        let velocity_scale = settings.velocity_scale(problem.free);
+        let mut polished_change = DVector::zeros(problem.dof);
+        let mut plain = Vec::new();
         for part in impulses.parts() {
             let (index, mut lcp) =
                 impulses.lcp_part(&part, problem.free, problem.normal_terms, problem.mu);
@@ -333,8 +340,54 @@ impl ContactSolver {
                 warm_fallback: warm.as_deref().map(|b| local(b, &|i| normals.contains(&i))),
                 ..contact_options()
             };
-            let solved =
-                solve_regularized(&scaled, None, part_blocks, &options, settings, 0).solution;
+            // Lemke's solution refined in velocity space when the
+            // velocities are sums of large impulse terms (see
+            // `super::polish`; here through the part's dense block).
+            let mut refined = None;
+            let mut refine = |candidate: &mut LcpSolution| {
+                let unscaled_z =
+                    DVector::from_fn(index.len(), |a, _| candidate.z[a] * scaling[index[a]]);
+                let terms = (0..index.len())
+                    .map(|a| (unscaled_z[a] * lcp.m[(a, a)]).abs())
+                    .fold(0.0, f64::max);
+                if terms <= settings.polish_cancellation * velocity_scale {
+                    return;
+                }
+                // In unscaled terms: z = D z', w = D⁻¹ w', the residual
+                // against q.
+                let mut unscaled = LcpSolution {
+                    z: unscaled_z.clone(),
+                    w: DVector::from_fn(index.len(), |a, _| candidate.w[a] / scaling[index[a]]),
+                    ..candidate.clone()
+                };
+                let warm_start = options.warm_start.as_deref();
+                let Some(dv) = super::refine(&mut unscaled, warm_start, &lcp.q, |basis| {
+                    impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
+                }) else {
+                    return;
+                };
+                for (a, &i) in index.iter().enumerate() {
+                    unscaled.z[a] /= scaling[i];
+                    unscaled.w[a] *= scaling[i];
+                }
+                *candidate = unscaled;
+                refined = Some(dv);
+            };
+            let regularized = solve_regularized(
+                &scaled,
+                None,
+                part_blocks,
+                &options,
+                settings,
+                0,
+                &mut refine,
+            );
+            let solved = regularized.solution;
+            // A refinement counts only if its solution is the one kept.
+            match refined.filter(|_| regularized.level == 0) {
+                Some(dv) => polished_change += &dv,
+                None => plain.extend(index.iter().copied()),
+            }
             for (a, &i) in index.iter().enumerate() {
                 solution.z[i] = solved.z[a] * scaling[i];
                 solution.w[i] = solved.w[a] / scaling[i];
@@ -354,7 +407,12 @@ impl ContactSolver {
             self.warm
                 .record(form, &ids, &friction, layout, &solution.basis);
         }
-        let velocity = problem.free + impulses.velocity_change(&solution.z);
+        // The parts Lemke's z stands for, then the refined ones' Δv.
+        let mut unrefined = DVector::zeros(n);
+        for &i in &plain {
+            unrefined[i] = solution.z[i];
+        }
+        let velocity = problem.free + impulses.velocity_change(&unrefined) + polished_change;
         let kept = self.keep_lcp.then(|| whole_lcp(problem, impulses));
         ContactSolution {
             status: solution.status,
