@@ -483,6 +483,27 @@ impl<'a> Impulses<'a> {
         out
     }
 
+    /// max/min of 1/m over the bodies the contacts of `part` touch (W at a
+    /// body block's first velocity, which is linear): how far apart their
+    /// masses are (1 for a dense W, whose contacts are not refined after a
+    /// ray).
+    pub fn mass_spread(&self, part: &[usize]) -> f64 {
+        let starts = part
+            .iter()
+            .flat_map(|&j| self.contacts[j].blocks().iter().map(|b| b.start));
+        match &self.map {
+            Map::Diagonal { w, .. } => super::solve::spread(starts.map(|s| w[s])),
+            Map::Blocks { inverse, .. } => {
+                let components = inverse.components_of();
+                super::solve::spread(starts.map(|s| {
+                    let (c, p) = inverse.place(s);
+                    components[c].w[(p, p)]
+                }))
+            }
+            Map::Dense { .. } => 1.0,
+        }
+    }
+
     /// The contact of LCP index i and its row: `Some(r)` for row r of J
     /// (0: the normal, r ≥ 1: dᵣ), `None` for λ.
     fn owner(&self, i: usize) -> (usize, Option<usize>) {
@@ -540,8 +561,7 @@ impl<'a> Impulses<'a> {
     ) -> Option<(DVector<f64>, DVector<f64>, DVector<f64>)> {
         const STEPS: usize = 3;
         let k = basis.len();
-        let block = DMatrix::from_fn(k, k, |r, c| m[(basis[r], basis[c])]);
-        let lu = block.lu();
+        let block = BasisBlock::new(DMatrix::from_fn(k, k, |r, c| m[(basis[r], basis[c])]));
         let mut whole = DVector::zeros(self.layout.size());
         for &a in basis {
             whole[index[a]] = z[a];
@@ -556,10 +576,7 @@ impl<'a> Impulses<'a> {
                 let through = jrow.map_or(0.0, |jr| self.contacts[j].dot(jr, &r));
                 -self.slack(index[a], &dv, &whole, q[a], mu) - through
             });
-            let delta = lu.solve(&rhs)?;
-            if !delta.iter().all(|x| x.is_finite()) {
-                return None;
-            }
+            let delta = block.solve(rhs)?;
             step.fill(0.0);
             for (row, &a) in basis.iter().enumerate() {
                 step[index[a]] = delta[row];
@@ -584,6 +601,60 @@ impl<'a> Impulses<'a> {
             }
             Map::Blocks { inverse, .. } => inverse.apply(&self.impulse(z)),
         }
+    }
+}
+
+/// The basis block A_KK of a velocity-space refinement, factored once for
+/// its Newton steps: an LU, or where the block is singular (the four corner
+/// normals of a box face resting flat, more than the face's three freedoms)
+/// the least-squares minimum-norm solution through its SVD, which splits the
+/// load among dependent contacts and meets their consistent rows.
+pub(crate) enum BasisBlock {
+    /// No basic variable, or a block that is not finite.
+    Empty,
+    /// An invertible block.
+    Lu(nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>),
+    /// A singular one.
+    Svd(nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>),
+}
+
+impl BasisBlock {
+    /// Factors `block`.
+    pub(crate) fn new(block: DMatrix<f64>) -> Self {
+        if block.is_empty() || !block.iter().all(|x| x.is_finite()) {
+            return Self::Empty;
+        }
+        let lu = block.clone().lu();
+        let (low, high) = lu
+            .u()
+            .diagonal()
+            .iter()
+            .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
+                (l.min(d.abs()), h.max(d.abs()))
+            });
+        if low > 1e-12 * high {
+            return Self::Lu(lu);
+        }
+        // A bounded iteration (nalgebra's `svd` iterates until it converges,
+        // which it may never do on extreme data).
+        match block.try_svd(true, true, f64::EPSILON, 1000) {
+            Some(svd) => Self::Svd(svd),
+            None => Self::Empty,
+        }
+    }
+
+    /// x with A_KK x = b (least squares with the minimum norm for a singular
+    /// block); `None` when it cannot be formed or is not finite.
+    pub(crate) fn solve(&self, b: DVector<f64>) -> Option<DVector<f64>> {
+        let x = match self {
+            Self::Empty => return b.is_empty().then_some(b),
+            Self::Lu(lu) => lu.solve(&b)?,
+            Self::Svd(svd) => {
+                let cutoff = 1e-12 * svd.singular_values.max();
+                svd.solve(&b, cutoff).ok()?
+            }
+        };
+        x.iter().all(|v| v.is_finite()).then_some(x)
     }
 }
 

@@ -543,6 +543,13 @@ impl ContactLcp<'_> {
         }
     }
 
+    /// max/min of 1/m over the island's bodies (a body block's first
+    /// velocity is linear; fixed bodies left out): how far apart their
+    /// masses are.
+    pub fn mass_spread(&self) -> f64 {
+        super::solve::spread(self.blocks.iter().map(|b| self.w[b.start]))
+    }
+
     /// The largest sum of magnitudes |W Jᵀ z| over one velocity: how large
     /// the terms are whose sum v* + W Jᵀ z gives a body's velocity.
     pub fn cancellation(&self, z: &DVector<f64>) -> f64 {

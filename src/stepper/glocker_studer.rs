@@ -52,6 +52,8 @@ pub struct PlanarImpactLcp {
     jacobian: DMatrix<f64>,
     /// M⁻¹ [W_N W_T].
     minv_jacobian: DMatrix<f64>,
+    /// The diagonal of M⁻¹.
+    mass_inverse_diagonal: DVector<f64>,
     mu: Vec<f64>,
 }
 
@@ -129,6 +131,7 @@ impl PlanarImpactLcp {
             friction_of,
             jacobian,
             minv_jacobian,
+            mass_inverse_diagonal: mass_inverse.diagonal(),
             mu: contacts.iter().map(|c| c.mu).collect(),
         }
     }
@@ -164,8 +167,161 @@ impl PlanarImpactLcp {
         &self.minv_jacobian * lambda
     }
 
+    /// The impulses λ = (Λ_N, Λ_T) of the columns of [W_N W_T] for x =
+    /// (Λ_N, Λ_R, ξ_L): Λ_T = Λ_R − μΛ_N (24).
+    fn lambda(&self, x: &DVector<f64>) -> DVector<f64> {
+        let k = self.contacts;
+        let mut lambda = DVector::zeros(k + self.friction_of.len());
+        lambda.rows_mut(0, k).copy_from(&x.rows(0, k));
+        for (r, &i) in self.friction_of.iter().enumerate() {
+            lambda[k + r] = x[k + r] - self.mu[i] * x[i];
+        }
+        lambda
+    }
+
+    /// max/min of the positive diagonal of M⁻¹ (how far apart the masses
+    /// are).
+    pub fn mass_spread(&self) -> f64 {
+        super::solve::spread(self.mass_inverse_diagonal.iter().copied())
+    }
+
+    /// The largest sum of magnitudes |M⁻¹ W λ| over one velocity for a
+    /// solution x: how large the terms are whose sum gives the velocity.
+    pub fn cancellation(&self, x: &DVector<f64>) -> f64 {
+        let lambda = self.lambda(x);
+        self.minv_jacobian
+            .row_iter()
+            .map(|row| {
+                row.iter()
+                    .zip(lambda.iter())
+                    .map(|(a, l)| (a * l).abs())
+                    .sum()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// yᵢ of (33) with the velocity change Δu given: Wᵢᵀ Δu + bᵢ (+ ξ_L on
+    /// a ξ_R row), or 2μΛ_N − Λ_R on a Λ_L row.
+    fn slack(&self, i: usize, du: &DVector<f64>, x: &DVector<f64>) -> f64 {
+        let (k, kf) = (self.contacts, self.friction_of.len());
+        if i < k + kf {
+            let velocity = self.jacobian.column(i).dot(du) + self.lcp.q[i];
+            if i >= k {
+                velocity + x[i + kf]
+            } else {
+                velocity
+            }
+        } else {
+            let r = i - k - kf;
+            2.0 * self.mu[self.friction_of[r]] * x[self.friction_of[r]] - x[k + r]
+        }
+    }
+
+    /// The solution of (33) at the complementary basis `basis` (the indices
+    /// whose xᵢ is basic), refined by Newton steps with the velocity change
+    /// Δu = M⁻¹Wλ an unknown of its own, as
+    /// [`crate::stepper::assembly::Impulses::polish`] does for (29): each
+    /// step solves A_KK δx = −y_K − W_Kᵀ r with r = M⁻¹Wλ(x) − Δu, then
+    /// Δu += r + M⁻¹Wλ(δx). Returns (x, y, Δu); `None` when the block is
+    /// singular or a step is not finite.
+    pub fn polish(
+        &self,
+        basis: &[usize],
+        x: &DVector<f64>,
+    ) -> Option<(DVector<f64>, DVector<f64>, DVector<f64>)> {
+        const STEPS: usize = 3;
+        let size = self.lcp.size();
+        let columns = self.jacobian.ncols();
+        let a = &self.lcp.m;
+        let block =
+            super::assembly::BasisBlock::new(DMatrix::from_fn(basis.len(), basis.len(), |r, c| {
+                a[(basis[r], basis[c])]
+            }));
+        let mut x_basic = DVector::zeros(size);
+        for &i in basis {
+            x_basic[i] = x[i];
+        }
+        let mut x = x_basic;
+        let mut du = &self.minv_jacobian * self.lambda(&x);
+        for _ in 0..STEPS {
+            let r = &self.minv_jacobian * self.lambda(&x) - &du;
+            let rhs = DVector::from_fn(basis.len(), |row, _| {
+                let i = basis[row];
+                let through = if i < columns {
+                    self.jacobian.column(i).dot(&r)
+                } else {
+                    0.0
+                };
+                -self.slack(i, &du, &x) - through
+            });
+            let delta = block.solve(rhs)?;
+            let mut step = DVector::zeros(size);
+            for (row, &i) in basis.iter().enumerate() {
+                step[i] = delta[row];
+            }
+            x += &step;
+            du += r + &self.minv_jacobian * self.lambda(&step);
+        }
+        let y = DVector::from_fn(size, |i, _| self.slack(i, &du, &x));
+        Some((x, y, du))
+    }
+
     /// [W_N W_T], for tests and reports.
     pub fn jacobian(&self) -> &DMatrix<f64> {
         &self.jacobian
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lcp::{LcpStatus, LemkeOptions};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// At the basis Lemke ends on, the refinement in velocity space gives
+    /// back Lemke's solution on well-conditioned random (33): x to 1e-9 of
+    /// its scale, y = A x + b and Δu = M⁻¹Wλ (impulses Λ_T = Λ_R − μΛ_N).
+    #[test]
+    fn the_refinement_keeps_lemkes_solution_of_33() {
+        let mut rng = StdRng::seed_from_u64(33);
+        let mut checked = 0;
+        for _ in 0..60 {
+            let dof = rng.random_range(3..9);
+            let k = rng.random_range(1..6);
+            let contacts: Vec<PlanarContact> = (0..k)
+                .map(|_| PlanarContact {
+                    w_n: DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0)),
+                    w_t: rng
+                        .random_bool(0.7)
+                        .then(|| DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0))),
+                    mu: rng.random_range(0.0..1.0),
+                    eps_n: rng.random_range(0.0..1.0),
+                    eps_t: 0.0,
+                })
+                .collect();
+            let mass_inverse =
+                DMatrix::from_diagonal(&DVector::from_fn(dof, |_, _| rng.random_range(0.2..5.0)));
+            let free = DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0));
+            let u_a = DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0));
+            let problem = PlanarImpactLcp::new(&contacts, &mass_inverse, &free, &u_a);
+            let solution =
+                crate::lcp::solve(&problem.lcp, &LemkeOptions::default()).expect("valid options");
+            if solution.status != LcpStatus::Solved {
+                continue;
+            }
+            let Some((x, y, du)) = problem.polish(&solution.basis, &solution.z) else {
+                panic!("Lemke's basis block factors");
+            };
+            let scale = solution.z.amax().max(1e-12);
+            assert!((&x - &solution.z).amax() <= 1e-9 * scale);
+            let expected = &problem.lcp.m * &x + &problem.lcp.q;
+            assert!((&y - &expected).amax() <= 1e-9 * problem.lcp.q.amax().max(1.0));
+            let impulses = problem.impulses(&x, &y);
+            let change = problem.velocity_change(&impulses);
+            assert!((&du - &change).amax() <= 1e-9 * change.amax().max(1.0));
+            checked += 1;
+        }
+        assert!(checked >= 30, "most random (33) are solved ({checked})");
     }
 }

@@ -84,14 +84,56 @@ fn polish(
     velocity_scale: f64,
     settings: &StepSettings,
 ) -> Option<Vec<f64>> {
-    if lcp.cancellation(&candidate.z) <= settings.polish_cancellation * velocity_scale {
+    if !needs_refinement(
+        lcp.cancellation(&candidate.z),
+        candidate,
+        lcp.mass_spread(),
+        velocity_scale,
+        settings,
+    ) {
         return None;
     }
     let start = candidate.z.clone();
-    refine(candidate, warm_start, rhs, |basis| {
+    refine(candidate, warm_start.as_slice(), rhs, |basis| {
         lcp.polish(rhs, basis, &start)
             .map(|p| (p.z, p.w, p.velocity_change))
     })
+}
+
+/// Whether Lemke's `candidate` is refined in velocity space ([`refine`]):
+/// its velocities are sums of impulse terms up to `cancellation` (m/s),
+/// more than `settings.polish_cancellation` times the velocity scale; or,
+/// when Lemke did not end on a complementary basis (a ray, whose z says
+/// nothing), the inverse masses of the LCP's bodies span more than that
+/// ratio (`mass_spread`: a gram and 10⁸ kg in one LCP).
+fn needs_refinement(
+    cancellation: f64,
+    candidate: &LcpSolution,
+    mass_spread: f64,
+    velocity_scale: f64,
+    settings: &StepSettings,
+) -> bool {
+    cancellation > settings.polish_cancellation * velocity_scale
+        || (!complementary(candidate) && mass_spread > settings.polish_cancellation)
+}
+
+/// max/min of the positive entries of `values` (1 when there are none).
+pub(super) fn spread(values: impl IntoIterator<Item = f64>) -> f64 {
+    let (low, high) = values
+        .into_iter()
+        .filter(|&d| d > 0.0)
+        .fold((f64::INFINITY, 0.0_f64), |(l, h), d| (l.min(d), h.max(d)));
+    if high > 0.0 { high / low } else { 1.0 }
+}
+
+/// Whether Lemke ended on a complementary basis: solved, or a numerical
+/// failure of its final check.
+fn complementary(candidate: &LcpSolution) -> bool {
+    match candidate.status {
+        LcpStatus::Solved => true,
+        LcpStatus::NumericalFailure => !candidate.basis.is_empty(),
+        _ => false,
+    }
 }
 
 /// A solution of [`refine`]: its relative residual, (z, w), the velocity
@@ -105,7 +147,7 @@ struct Refined<V> {
 }
 
 /// Rounds of [`refine`]'s basis repair.
-const REPAIR_ROUNDS: usize = 8;
+const REPAIR_ROUNDS: usize = 32;
 
 /// Replaces Lemke's `candidate` for LCP(·, `q`) by a solution refined in
 /// velocity space: `polish` gives (z, w, Δv) at a basis (the indices whose
@@ -122,58 +164,21 @@ const REPAIR_ROUNDS: usize = 8;
 /// candidate was replaced (it is then `Solved`).
 fn refine<V>(
     candidate: &mut LcpSolution,
-    warm_start: Option<&[usize]>,
+    starts: &[&[usize]],
     q: &DVector<f64>,
     mut polish: impl FnMut(&[usize]) -> Option<(DVector<f64>, DVector<f64>, V)>,
 ) -> Option<V> {
-    let complementary = match candidate.status {
-        LcpStatus::Solved => true,
-        LcpStatus::NumericalFailure => !candidate.basis.is_empty(),
-        _ => false,
-    };
-    let mut basis = if complementary {
-        candidate.basis.clone()
-    } else {
-        warm_start?.to_vec()
-    };
+    let own = complementary(candidate).then_some(candidate.basis.as_slice());
     let options = contact_options();
     let scale = q.amax().max(1.0);
     let n = q.len();
     let mut best: Option<Refined<V>> = None;
-    for _ in 0..REPAIR_ROUNDS {
-        let Some((mut z, w, change)) = polish(&basis) else {
-            break;
-        };
-        // A basic zᵢ at zero comes back as rounding of either sign.
-        let floor = options.tolerance * z.amax();
-        for zi in z.iter_mut() {
-            if *zi < 0.0 && *zi >= -floor {
-                *zi = 0.0;
-            }
-        }
-        let residual = lcp::Validation::of(&z, &w, scale).relative();
-        let negative: Vec<usize> = basis.iter().copied().filter(|&i| z[i] < 0.0).collect();
-        let entering = (0..n)
-            .filter(|i| !basis.contains(i) && w[*i] < 0.0)
-            .min_by(|&a, &b| w[a].total_cmp(&w[b]));
-        if best.as_ref().is_none_or(|b| residual < b.residual) {
-            best = Some(Refined {
-                residual,
-                z,
-                w,
-                change,
-                basis: basis.clone(),
-            });
-        }
-        if residual <= options.max_residual {
-            break;
-        }
-        if !negative.is_empty() {
-            basis.retain(|i| !negative.contains(i));
-        } else if let Some(i) = entering {
-            basis.push(i);
-            basis.sort_unstable();
-        } else {
+    for start in own.into_iter().chain(starts.iter().copied()) {
+        repair(start, n, scale, &mut polish, &mut best);
+        if best
+            .as_ref()
+            .is_some_and(|b| b.residual <= options.max_residual)
+        {
             break;
         }
     }
@@ -195,6 +200,70 @@ fn refine<V>(
     candidate.basis = basis;
     candidate.status = LcpStatus::Solved;
     Some(change)
+}
+
+/// [`refine`]'s repair from one `start` basis, keeping in `best` the
+/// refined solution of least residual.
+fn repair<V>(
+    start: &[usize],
+    n: usize,
+    scale: f64,
+    polish: &mut impl FnMut(&[usize]) -> Option<(DVector<f64>, DVector<f64>, V)>,
+    best: &mut Option<Refined<V>>,
+) {
+    let options = contact_options();
+    let mut basis = start.to_vec();
+    basis.sort_unstable();
+    // An index whose entry made the basis block singular (a fourth corner
+    // normal on a face resting flat) is not tried again.
+    let mut entered = None;
+    let mut excluded = Vec::new();
+    for _ in 0..REPAIR_ROUNDS {
+        let Some((mut z, w, change)) = polish(&basis) else {
+            match entered.take() {
+                Some(i) => {
+                    basis.retain(|&b| b != i);
+                    excluded.push(i);
+                    continue;
+                }
+                None => break,
+            }
+        };
+        // A basic zᵢ at zero comes back as rounding of either sign.
+        let floor = options.tolerance * z.amax();
+        for zi in z.iter_mut() {
+            if *zi < 0.0 && *zi >= -floor {
+                *zi = 0.0;
+            }
+        }
+        let residual = lcp::Validation::of(&z, &w, scale).relative();
+        let negative: Vec<usize> = basis.iter().copied().filter(|&i| z[i] < 0.0).collect();
+        let entering = (0..n)
+            .filter(|i| !basis.contains(i) && !excluded.contains(i) && w[*i] < 0.0)
+            .min_by(|&a, &b| w[a].total_cmp(&w[b]));
+        if best.as_ref().is_none_or(|b| residual < b.residual) {
+            *best = Some(Refined {
+                residual,
+                z,
+                w,
+                change,
+                basis: basis.clone(),
+            });
+        }
+        if residual <= options.max_residual {
+            break;
+        }
+        entered = None;
+        if !negative.is_empty() {
+            basis.retain(|i| !negative.contains(i));
+        } else if let Some(i) = entering {
+            basis.push(i);
+            basis.sort_unstable();
+            entered = Some(i);
+        } else {
+            break;
+        }
+    }
 }
 
 pub(super) fn failed_solution(n: usize) -> LcpSolution {
@@ -834,14 +903,21 @@ impl ContactSolver {
                         candidate.status = LcpStatus::NumericalFailure;
                     }
                 }
-                let polished = polish(
-                    &lcp,
-                    &rhs,
-                    &mut candidate,
-                    options.warm_start.as_deref(),
-                    velocity_scale,
-                    settings,
-                );
+                // The scheme's own LCP only: a compliance's solution is
+                // checked against it by the proximal passes' defect, which
+                // a refined (or repaired) z would bypass.
+                let polished = (epsilon == 0.0)
+                    .then(|| {
+                        polish(
+                            &lcp,
+                            &rhs,
+                            &mut candidate,
+                            options.warm_start.as_deref(),
+                            velocity_scale,
+                            settings,
+                        )
+                    })
+                    .flatten();
                 let solved = candidate.status == LcpStatus::Solved;
                 outcome = Some((candidate, level, rhs, polished));
                 if solved {

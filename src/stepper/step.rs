@@ -156,7 +156,7 @@ impl<'a> Solver<'a> {
     /// Solves Moreau–Jean's planar LCP (33).
     pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
         let clock = Instant::now();
-        let solution = self.solver.solve_planar(planar);
+        let solution = self.solver.solve_planar(planar, self.settings);
         self.count(&solution, clock);
         solution
     }

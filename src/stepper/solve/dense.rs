@@ -350,7 +350,8 @@ impl ContactSolver {
                 let terms = (0..index.len())
                     .map(|a| (unscaled_z[a] * lcp.m[(a, a)]).abs())
                     .fold(0.0, f64::max);
-                if terms <= settings.polish_cancellation * velocity_scale {
+                let spread = impulses.mass_spread(&part);
+                if !super::needs_refinement(terms, candidate, spread, velocity_scale, settings) {
                     return;
                 }
                 // In unscaled terms: z = D z', w = D⁻¹ w', the residual
@@ -360,8 +361,20 @@ impl ContactSolver {
                     w: DVector::from_fn(index.len(), |a, _| candidate.w[a] / scaling[index[a]]),
                     ..candidate.clone()
                 };
-                let warm_start = options.warm_start.as_deref();
-                let Some(dv) = super::refine(&mut unscaled, warm_start, &lcp.q, |basis| {
+                // Where Lemke's own basis is not settled: the warm start,
+                // then the normal impulses basic (bodies resting on each
+                // other), as many as are independent.
+                let resting = independent(
+                    &lcp.m,
+                    (0..index.len()).filter(|&a| normals.contains(&index[a])),
+                );
+                let starts: Vec<&[usize]> = options
+                    .warm_start
+                    .as_deref()
+                    .into_iter()
+                    .chain([&resting[..]])
+                    .collect();
+                let Some(dv) = super::refine(&mut unscaled, &starts, &lcp.q, |basis| {
                     impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
                 }) else {
                     return;
@@ -433,7 +446,11 @@ impl ContactSolver {
 
     /// Moreau–Jean's planar LCP (33) by Lemke, warm from the bases its
     /// contacts had in the last (33).
-    pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
+    pub fn solve_planar(
+        &mut self,
+        planar: PlanarSolve<'_>,
+        settings: &StepSettings,
+    ) -> ContactSolution {
         let PlanarSolve { problem, ids, free } = planar;
         let size = problem.lcp.size();
         let form = Form::PlanarImpact;
@@ -450,7 +467,26 @@ impl ContactSolver {
             warm_fallback,
             ..contact_options()
         };
-        let solution = solve_or_fail(&problem.lcp, &options);
+        let mut solution = solve_or_fail(&problem.lcp, &options);
+        // Refined in velocity space when the velocities are sums of large
+        // impulse terms (see `super::refine`).
+        let refined = if super::needs_refinement(
+            problem.cancellation(&solution.z),
+            &solution,
+            problem.mass_spread(),
+            settings.velocity_scale(free),
+            settings,
+        ) {
+            let start = solution.z.clone();
+            super::refine(
+                &mut solution,
+                options.warm_start.as_deref().as_slice(),
+                &problem.lcp.q,
+                |basis| problem.polish(basis, &start),
+            )
+        } else {
+            None
+        };
         let solved = solution.status == LcpStatus::Solved;
         if solved {
             self.warm.begin(form);
@@ -462,7 +498,9 @@ impl ContactSolver {
         } else {
             Vec::new()
         };
-        let velocity = if solved {
+        let velocity = if let Some(du) = refined.filter(|_| solved) {
+            free + du
+        } else if solved {
             free + problem.velocity_change(&impulses)
         } else {
             free.clone()
@@ -519,4 +557,28 @@ fn equilibration(delassus: &DVector<f64>, layout: Layout) -> DVector<f64> {
         d[layout.lambda(j)] = diagonal(layout.normal(j)).sqrt();
     }
     d
+}
+
+/// The indices of `candidates`, in order, whose principal block of `m`
+/// stays well-conditioned as each joins (a box face resting flat has four
+/// corner normals and three freedoms: three of them).
+fn independent(m: &DMatrix<f64>, candidates: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut chosen: Vec<usize> = Vec::new();
+    for i in candidates {
+        chosen.push(i);
+        let k = chosen.len();
+        let block = DMatrix::from_fn(k, k, |r, c| m[(chosen[r], chosen[c])]);
+        let lu = block.lu();
+        let (low, high) = lu
+            .u()
+            .diagonal()
+            .iter()
+            .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
+                (l.min(d.abs()), h.max(d.abs()))
+            });
+        if low.is_nan() || low <= 1e-10 * high {
+            chosen.pop();
+        }
+    }
+    chosen
 }
