@@ -190,8 +190,8 @@ fn boxes_from_a_gram_to_1e8_kg_stacked_rest() {
 /// holds under every stepper in both dimensions (the two tests above), and
 /// both stacks side by side hold in the plane under every stepper and in
 /// space under Stewart–Trinkle. Open, both side by side in space:
-/// Moreau–Jean is reported failed at step 29 (the repair by exchanges
-/// reaches a singular basis block and stops), Anitescu–Potra and the Euler
+/// Moreau–Jean is reported failed at step 35 (Lemke ends on a ray and the
+/// repair by exchanges does not settle it), Anitescu–Potra and the Euler
 /// LCP solve every step within 4.1e-10 m but with rises of 4.0e-9 and
 /// 5.4e-10 of the energy (1.6 J and 0.2 J on 3.9e8 J).
 #[test]

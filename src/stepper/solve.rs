@@ -74,13 +74,13 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
 /// ([`ContactLcp::polish`]) when the velocities it gives are sums of terms
 /// more than `settings.polish_cancellation` times the velocity scale (a
 /// light body under a heavy one); see [`refine`] for when the refinement
-/// replaces Lemke's (z, w). Returns the refined velocity change (flat) to
+/// replaces Lemke's (z, w) and for the `starts` of its repair. Returns the refined velocity change (flat) to
 /// use instead of W J z.
 fn polish(
     lcp: &ContactLcp<'_>,
     rhs: &DVector<f64>,
     candidate: &mut LcpSolution,
-    warm_start: Option<&[usize]>,
+    starts: &[&[usize]],
     velocity_scale: f64,
     settings: &StepSettings,
 ) -> Option<Vec<f64>> {
@@ -94,7 +94,7 @@ fn polish(
         return None;
     }
     let start = candidate.z.clone();
-    refine(candidate, warm_start.as_slice(), rhs, |basis| {
+    refine(candidate, starts, rhs, |basis| {
         lcp.polish(rhs, basis, &start)
             .map(|p| (p.z, p.w, p.velocity_change))
     })
@@ -215,19 +215,30 @@ fn repair<V>(
     let mut basis = start.to_vec();
     basis.sort_unstable();
     // An index whose entry made the basis block singular (a fourth corner
-    // normal on a face resting flat) is not tried again.
+    // normal on a face resting flat) is not tried again; where leaving
+    // together did (a friction direction and the slip speed λ it carried),
+    // only the most negative leaves.
     let mut entered = None;
+    let mut left: Vec<(usize, f64)> = Vec::new();
     let mut excluded = Vec::new();
     for _ in 0..REPAIR_ROUNDS {
         let Some((mut z, w, change)) = polish(&basis) else {
-            match entered.take() {
-                Some(i) => {
-                    basis.retain(|&b| b != i);
-                    excluded.push(i);
-                    continue;
-                }
-                None => break,
+            if let Some(i) = entered.take() {
+                basis.retain(|&b| b != i);
+                excluded.push(i);
+                continue;
             }
+            if left.len() > 1 {
+                let most = left
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|&(i, _)| i);
+                basis.extend(left.iter().map(|&(i, _)| i).filter(|&i| Some(i) != most));
+                basis.sort_unstable();
+                left.retain(|&(i, _)| Some(i) == most);
+                continue;
+            }
+            break;
         };
         // A basic zᵢ at zero comes back as rounding of either sign.
         let floor = options.tolerance * z.amax();
@@ -237,7 +248,11 @@ fn repair<V>(
             }
         }
         let residual = lcp::Validation::of(&z, &w, scale).relative();
-        let negative: Vec<usize> = basis.iter().copied().filter(|&i| z[i] < 0.0).collect();
+        let negative: Vec<(usize, f64)> = basis
+            .iter()
+            .filter(|&&i| z[i] < 0.0)
+            .map(|&i| (i, z[i]))
+            .collect();
         let entering = (0..n)
             .filter(|i| !basis.contains(i) && !excluded.contains(i) && w[*i] < 0.0)
             .min_by(|&a, &b| w[a].total_cmp(&w[b]));
@@ -254,8 +269,10 @@ fn repair<V>(
             break;
         }
         entered = None;
+        left.clear();
         if !negative.is_empty() {
-            basis.retain(|i| !negative.contains(i));
+            basis.retain(|i| !negative.iter().any(|&(j, _)| j == *i));
+            left = negative;
         } else if let Some(i) = entering {
             basis.push(i);
             basis.sort_unstable();
@@ -906,13 +923,19 @@ impl ContactSolver {
                 // The scheme's own LCP only: a compliance's solution is
                 // checked against it by the proximal passes' defect, which
                 // a refined (or repaired) z would bypass.
+                // Where Lemke's basis is not settled: the warm start, then
+                // its normal impulses alone.
+                let starts: Vec<&[usize]> = [&options.warm_start, &options.warm_fallback]
+                    .into_iter()
+                    .filter_map(|b| b.as_deref())
+                    .collect();
                 let polished = (epsilon == 0.0)
                     .then(|| {
                         polish(
                             &lcp,
                             &rhs,
                             &mut candidate,
-                            options.warm_start.as_deref(),
+                            &starts,
                             velocity_scale,
                             settings,
                         )
