@@ -186,38 +186,44 @@ fn boxes_from_a_gram_to_1e8_kg_stacked_rest() {
 /// velocity space, not as sums of 10⁷ N·s impulses on 1 g (README, Mass
 /// ratios).
 ///
-/// Eleventh session, with the velocity-space refinement: each stack alone
-/// holds under every stepper in both dimensions (the two tests above), and
-/// both stacks side by side hold in the plane under every stepper and in
-/// space under Stewart–Trinkle. Open, both side by side in space:
-/// Moreau–Jean is reported failed at step 35 (Lemke ends on a ray and the
-/// repair by exchanges does not settle it), Anitescu–Potra and the Euler
-/// LCP solve every step within 4.1e-10 m but with rises of 4.0e-9 and
-/// 5.4e-10 of the energy (1.6 J and 0.2 J on 3.9e8 J).
+/// Eleventh session, with the velocity-space refinement (README, Mass
+/// ratios) and its basis repair measured in each row's own units: both
+/// stacks side by side hold under every stepper in both dimensions
+/// (deepest −2.4e-14 m, largest rise 1.2e-15 of the energy). They are
+/// chaotic in their rounding: started at heights rounded to 1e-9 m,
+/// Moreau–Jean, Anitescu–Potra and the Euler LCP each report one step
+/// failed in space, and the tests above check each stack alone.
 #[test]
-#[ignore = "open: 1e11 stacks (issue 15 item 2)"]
 fn a_box_much_heavier_than_the_one_below_rests() {
     let stacks: [&[f64]; 2] = [&[1e-3, 1e8], &[1e-3, 1e2, 1e8, 1.0]];
     check_stacks(&stacks);
 }
 
 /// The two 10¹¹ stacks of `a_box_much_heavier_than_the_one_below_rests`,
-/// each alone: a gram under 10⁸ kg, and 1 g / 100 kg / 10⁸ kg / 1 kg.
+/// each alone: a gram under 10⁸ kg, and 1 g / 100 kg / 10⁸ kg / 1 kg; each
+/// at the heights 0.05 + 0.1·level as computed (0.15000000000000002, …)
+/// and at the decimal heights (0.15, …): the stacks are chaotic in their
+/// rounding, and the two starts took different paths through Lemke's rays.
 fn heavy_on_light(dimension: &str) -> Vec<(String, scene::Scene)> {
-    [&[1e-3, 1e8][..], &[1e-3, 1e2, 1e8, 1.0][..]]
-        .iter()
-        .map(|stack| {
+    let mut scenes = Vec::new();
+    for stack in [&[1e-3, 1e8][..], &[1e-3, 1e2, 1e8, 1.0][..]] {
+        for decimal in [false, true] {
             let boxes: Vec<(f64, f64, f64)> = stack
                 .iter()
                 .enumerate()
-                .map(|(level, &m)| (m, 0.0, 0.05 + 0.1 * level as f64))
+                .map(|(level, &m)| {
+                    let y = 0.05 + 0.1 * level as f64;
+                    let y = if decimal { (y * 1e9).round() / 1e9 } else { y };
+                    (m, 0.0, y)
+                })
                 .collect();
-            (
-                format!("{dimension} stacked {stack:?}"),
+            scenes.push((
+                format!("{dimension} stacked {stack:?} (decimal heights: {decimal})"),
                 scene_of(dimension, &boxes),
-            )
-        })
-        .collect()
+            ));
+        }
+    }
+    scenes
 }
 
 /// A gram under 10⁸ kg, a ratio of 10¹¹, held by the velocity-space
@@ -314,85 +320,6 @@ fn check_first_lcp_of_1_kg_under_1e6_kg(dimension: &str) {
             "{dimension}, {what}: normal impulses sum to {sum} N·s, the weight carried is \
              {carried} N·s"
         );
-    }
-}
-
-/// A 1 g box under 10⁸ kg, under every stepper, for 0.5 s: each step either
-/// holds the stack (no gap below −1e-6 m, −1e-3 m for Moreau–Jean) or is
-/// reported with a message that names the mass span (in space, under
-/// Stewart–Trinkle and Moreau–Jean; Anitescu–Potra and the Euler LCP there
-/// are still open); in the plane every step holds, and the energy rises by
-/// no more than f64 impulses resolve on
-/// the light box, ε(m_heavy g h)²/m_light (2.1e1 J; see
-/// `the_compliance_does_not_launch_a_gram_under_1e8_kg`), except under
-/// Moreau–Jean (measured 7.4e1 J, not asserted).
-///
-/// What used to pass as solved: in space, the compliance ladder's solution
-/// misses the scheme's LCP by its proximal defect, which the passes barely
-/// shrink along the heavy box's direction (eigenvalue 1e-8 against a
-/// compliance of 0.1): Moreau–Jean took defects of 0.07–0.34 m/s and sank
-/// the heavy box 14 mm into the light one, Stewart–Trinkle 3.2 mm,
-/// Anitescu–Potra 1.8 µm. Now the passes continue with smaller compliances,
-/// and a defect left above the bound fails the rung. In the plane,
-/// Anitescu–Potra and the Euler LCP let the heavy box fall 2.2 mm into the
-/// light one at step 2 and then through it: the points between the boxes
-/// were renamed after step 1 (parry names rectangle points by the feature
-/// it clipped), and their rounding-level separation of 2.9e-6 m/s dropped
-/// them from the active set although they carried the heavy box. Box points
-/// in the plane are now named by where they lie, and a contact with an
-/// impulse stays active. (Still open: holding the stack in space,
-/// `a_box_much_heavier_than_the_one_below_rests`.)
-#[test]
-fn a_gram_under_1e8_kg_is_held_or_reported() {
-    let (light, heavy, h, g): (f64, f64, f64, f64) = (1e-3, 1e8, 0.01, 9.81);
-    let resolution = f64::EPSILON * (heavy * g * h).powi(2) / light;
-    for dimension in ["Planar", "Spatial"] {
-        let scene = scene_of(dimension, &[(light, 0.0, 0.05), (heavy, 0.0, 0.15)]);
-        for stepper in StepperKind::ALL {
-            let mut sim = Simulation::new(scene.clone());
-            sim.params.stepper = stepper;
-            let bound = if stepper == StepperKind::MoreauJean {
-                -1e-3
-            } else {
-                -1e-6
-            };
-            let (k, p) = sim.energy();
-            let mut previous = k + p;
-            for step in 1..=50 {
-                let report = sim
-                    .step()
-                    .unwrap_or_else(|e| panic!("{dimension} {stepper}: {e}"))
-                    .clone();
-                if report.status != LcpStatus::Solved {
-                    let message = sim.failure_message().unwrap_or_default();
-                    assert_eq!(dimension, "Spatial", "{stepper}: step {step}: {message}");
-                    assert!(
-                        message.contains("masses span 1e-3 to 1e8 kg"),
-                        "{dimension} {stepper}: step {step}: {message}"
-                    );
-                    break;
-                }
-                // In space Anitescu–Potra and the Euler LCP are still open
-                // (the ignored test below): Anitescu–Potra ends step 18
-                // at −1.5e-6 m, solved.
-                let open = dimension == "Spatial"
-                    && matches!(stepper, StepperKind::AnitescuPotra | StepperKind::EulerLcp);
-                assert!(
-                    open || report.min_gap >= bound,
-                    "{dimension} {stepper}: step {step}: solved at {:.3e} m",
-                    report.min_gap
-                );
-                let now = report.kinetic_energy + report.potential_energy;
-                if dimension == "Planar" && stepper != StepperKind::MoreauJean {
-                    assert!(
-                        now - previous <= resolution,
-                        "{stepper}: step {step}: energy rose {:.3e} J (resolution {resolution:.3e} J)",
-                        now - previous
-                    );
-                }
-                previous = now;
-            }
-        }
     }
 }
 

@@ -604,6 +604,19 @@ impl<'a> Impulses<'a> {
     }
 }
 
+/// min |uᵢᵢ| / max |uᵢᵢ| over the pivots of an LU: how near the factored
+/// matrix is to singular (0 when it is, NaN when a pivot is).
+pub(crate) fn pivot_ratio(lu: &nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>) -> f64 {
+    let (low, high) = lu
+        .u()
+        .diagonal()
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
+            (l.min(d.abs()), h.max(d.abs()))
+        });
+    low / high
+}
+
 /// The basis block A_KK of a velocity-space refinement, factored once for
 /// its Newton steps: an LU, or where the block is singular (the four corner
 /// normals of a box face resting flat, more than the face's three freedoms)
@@ -625,14 +638,7 @@ impl BasisBlock {
             return Self::Empty;
         }
         let lu = block.clone().lu();
-        let (low, high) = lu
-            .u()
-            .diagonal()
-            .iter()
-            .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
-                (l.min(d.abs()), h.max(d.abs()))
-            });
-        if low > 1e-12 * high {
+        if pivot_ratio(&lu) > 1e-12 {
             return Self::Lu(lu);
         }
         // A bounded iteration (nalgebra's `svd` iterates until it converges,

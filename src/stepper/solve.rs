@@ -94,7 +94,10 @@ fn polish(
         return None;
     }
     let start = candidate.z.clone();
-    refine(candidate, starts, rhs, |basis| {
+    let impulse_rows: Vec<bool> = (0..lcp.layout.size())
+        .map(|i| i >= lcp.layout.friction + lcp.layout.contacts)
+        .collect();
+    refine(candidate, starts, rhs, &impulse_rows, |basis| {
         lcp.polish(rhs, basis, &start)
             .map(|p| (p.z, p.w, p.velocity_change))
     })
@@ -139,6 +142,8 @@ fn complementary(candidate: &LcpSolution) -> bool {
 /// A solution of [`refine`]: its relative residual, (z, w), the velocity
 /// change and the basis.
 struct Refined<V> {
+    /// See [`repair`].
+    violation: f64,
     residual: f64,
     z: DVector<f64>,
     w: DVector<f64>,
@@ -146,52 +151,57 @@ struct Refined<V> {
     basis: Vec<usize>,
 }
 
+/// The violation (see [`repair`]) at which [`refine`]'s repair stops: a
+/// basis whose refined pair is complementary to rounding. (A pair within
+/// `max_residual` is accepted when no start reaches it, but a basis wrong by
+/// 10⁻⁷ m/s on a contact under 10⁸ kg moves it by 10⁻⁹ m a step, 1 J.)
+const REPAIR_TARGET: f64 = 1e-12;
+
 /// Rounds of [`refine`]'s basis repair.
 const REPAIR_ROUNDS: usize = 32;
 
 /// Replaces Lemke's `candidate` for LCP(·, `q`) by a solution refined in
 /// velocity space: `polish` gives (z, w, Δv) at a basis (the indices whose
 /// z is basic), with w computed from Δv itself. It starts at Lemke's final
-/// basis, or at `warm_start` when Lemke did not end on a complementary one
-/// (a ray); while the refined pair is not complementary within Lemke's
-/// `max_residual`, the basis is repaired (negative basic zᵢ leave; else the
-/// most negative wᵢ enters), up to [`REPAIR_ROUNDS`] times. Lemke's own w
-/// is a sum of the large terms, and where it passed on its componentwise
-/// backward error it can hide a wrong basis by 10⁻³ m/s (a friction row),
-/// or end Lemke on a ray from rounding; the refined w shows and settles it.
-/// A refinement still above `max_residual` is kept only over a `Solved`
-/// candidate that is worse by the same measure. Returns Δv when the
-/// candidate was replaced (it is then `Solved`).
+/// basis when Lemke ended on a complementary one, then at each of `starts`
+/// (the warm start, …); while the refined pair is not complementary to
+/// rounding ([`REPAIR_TARGET`], measured by [`repair`] in the units of each
+/// row: velocities against q, `impulse_rows` against z), the basis is
+/// repaired (negative basic zᵢ leave; else the most negative wᵢ enters), up
+/// to [`REPAIR_ROUNDS`] times from each start. Lemke's own w is a sum of
+/// the large terms, and where it passed on its componentwise backward error
+/// it can hide a wrong basis by 10⁻³ m/s (a friction row), or end Lemke on
+/// a ray from rounding; the refined w shows and settles it. The least
+/// violating refinement replaces the candidate when it is complementary
+/// within Lemke's `max_residual`; else the candidate stays as it was (and
+/// goes down the regularization ladder if it is not solved). Returns Δv
+/// when the candidate was replaced (it is then `Solved`).
 fn refine<V>(
     candidate: &mut LcpSolution,
     starts: &[&[usize]],
     q: &DVector<f64>,
+    impulse_rows: &[bool],
     mut polish: impl FnMut(&[usize]) -> Option<(DVector<f64>, DVector<f64>, V)>,
 ) -> Option<V> {
     let own = complementary(candidate).then_some(candidate.basis.as_slice());
     let options = contact_options();
     let scale = q.amax().max(1.0);
-    let n = q.len();
     let mut best: Option<Refined<V>> = None;
     for start in own.into_iter().chain(starts.iter().copied()) {
-        repair(start, n, scale, &mut polish, &mut best);
-        if best
-            .as_ref()
-            .is_some_and(|b| b.residual <= options.max_residual)
-        {
+        repair(start, scale, impulse_rows, &mut polish, &mut best);
+        if best.as_ref().is_some_and(|b| b.violation <= REPAIR_TARGET) {
             break;
         }
     }
     let Refined {
         residual,
+        violation: _,
         z,
         w,
         change,
         basis,
     } = best?;
-    let accepted = residual <= options.max_residual
-        || (candidate.status == LcpStatus::Solved && residual <= candidate.residual);
-    if !accepted {
+    if residual > options.max_residual {
         return None;
     }
     candidate.z = z;
@@ -206,12 +216,13 @@ fn refine<V>(
 /// refined solution of least residual.
 fn repair<V>(
     start: &[usize],
-    n: usize,
     scale: f64,
+    impulse_rows: &[bool],
     polish: &mut impl FnMut(&[usize]) -> Option<(DVector<f64>, DVector<f64>, V)>,
     best: &mut Option<Refined<V>>,
 ) {
     let options = contact_options();
+    let n = impulse_rows.len();
     let mut basis = start.to_vec();
     basis.sort_unstable();
     // An index whose entry made the basis block singular (a fourth corner
@@ -248,6 +259,22 @@ fn repair<V>(
             }
         }
         let residual = lcp::Validation::of(&z, &w, scale).relative();
+        // How far the pair is from complementary in its own units: w on
+        // the basic rows and below zero on the others, relative to q (a
+        // velocity) or on `impulse_rows` (μc_n − Σβ) to z; z below zero,
+        // relative to z. Lemke's z·w weighs a rounding of w by an impulse of
+        // 10⁷ N·s and cannot reach the target.
+        let z_scale = z.amax().max(f64::MIN_POSITIVE);
+        let violation = (0..n)
+            .map(|i| {
+                let unit = if impulse_rows[i] { z_scale } else { scale };
+                if basis.binary_search(&i).is_ok() {
+                    (w[i].abs() / unit).max(-z[i] / z_scale)
+                } else {
+                    -w[i] / unit
+                }
+            })
+            .fold(0.0, f64::max);
         let negative: Vec<(usize, f64)> = basis
             .iter()
             .filter(|&&i| z[i] < 0.0)
@@ -256,8 +283,9 @@ fn repair<V>(
         let entering = (0..n)
             .filter(|i| !basis.contains(i) && !excluded.contains(i) && w[*i] < 0.0)
             .min_by(|&a, &b| w[a].total_cmp(&w[b]));
-        if best.as_ref().is_none_or(|b| residual < b.residual) {
+        if best.as_ref().is_none_or(|b| violation < b.violation) {
             *best = Some(Refined {
+                violation,
                 residual,
                 z,
                 w,
@@ -265,7 +293,7 @@ fn repair<V>(
                 basis: basis.clone(),
             });
         }
-        if residual <= options.max_residual {
+        if violation <= REPAIR_TARGET {
             break;
         }
         entered = None;
@@ -925,10 +953,17 @@ impl ContactSolver {
                 // a refined (or repaired) z would bypass.
                 // Where Lemke's basis is not settled: the warm start, then
                 // its normal impulses alone.
-                let starts: Vec<&[usize]> = [&options.warm_start, &options.warm_fallback]
-                    .into_iter()
-                    .filter_map(|b| b.as_deref())
-                    .collect();
+                // Without a warm start (a first step) after a ray: the
+                // frictionless problem's basis.
+                let frictionless =
+                    (epsilon == 0.0 && options.warm_start.is_none() && !complementary(&candidate))
+                        .then(|| frictionless_basis(&lcp, &scaled(&rhs), local, true))
+                        .flatten();
+                let starts: Vec<&[usize]> =
+                    [&options.warm_start, &options.warm_fallback, &frictionless]
+                        .into_iter()
+                        .filter_map(|b| b.as_deref())
+                        .collect();
                 let polished = (epsilon == 0.0)
                     .then(|| {
                         polish(

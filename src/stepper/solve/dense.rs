@@ -374,9 +374,13 @@ impl ContactSolver {
                     .into_iter()
                     .chain([&resting[..]])
                     .collect();
-                let Some(dv) = super::refine(&mut unscaled, &starts, &lcp.q, |basis| {
-                    impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
-                }) else {
+                let lambdas = layout.friction + layout.contacts;
+                let impulse_rows: Vec<bool> = index.iter().map(|&i| i >= lambdas).collect();
+                let refined_part =
+                    super::refine(&mut unscaled, &starts, &lcp.q, &impulse_rows, |basis| {
+                        impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
+                    });
+                let Some(dv) = refined_part else {
                     return;
                 };
                 for (a, &i) in index.iter().enumerate() {
@@ -478,10 +482,13 @@ impl ContactSolver {
             settings,
         ) {
             let start = solution.z.clone();
+            let velocity_rows = problem.contacts + problem.friction_of.len();
+            let impulse_rows: Vec<bool> = (0..size).map(|i| i >= velocity_rows).collect();
             super::refine(
                 &mut solution,
                 options.warm_start.as_deref().as_slice(),
                 &problem.lcp.q,
+                &impulse_rows,
                 |basis| problem.polish(basis, &start),
             )
         } else {
@@ -568,15 +575,8 @@ fn independent(m: &DMatrix<f64>, candidates: impl Iterator<Item = usize>) -> Vec
         chosen.push(i);
         let k = chosen.len();
         let block = DMatrix::from_fn(k, k, |r, c| m[(chosen[r], chosen[c])]);
-        let lu = block.lu();
-        let (low, high) = lu
-            .u()
-            .diagonal()
-            .iter()
-            .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
-                (l.min(d.abs()), h.max(d.abs()))
-            });
-        if low.is_nan() || low <= 1e-10 * high {
+        let ratio = crate::stepper::assembly::pivot_ratio(&block.lu());
+        if ratio.is_nan() || ratio <= 1e-10 {
             chosen.pop();
         }
     }
