@@ -85,9 +85,11 @@ fn check_steppers(what: &str, scene: &scene::Scene, steppers: &[StepperKind]) {
             );
             // Moreau–Jean works on velocity level: resting contacts hold
             // u_N ≥ 0, and what sinks in a step whose active set is decided
-            // late stays; issue 15 gives it −1e-3 m. Measured: −1.8e-7 m in
-            // the spatial stacks since the compliance continuation
-            // (`StepSettings::compliance_continuation`); −2.2e-4 m before
+            // late stays; issue 15 gives it −1e-3 m. Measured: −4.9e-15 m
+            // in the spatial stacks since the velocity-space refinement
+            // (`ContactLcp::polish`), −1.8e-7 m with the compliance
+            // continuation alone (`StepSettings::compliance_continuation`);
+            // −2.2e-4 m before
             // (two steps sink, then it holds) since
             // Lemke's basis block A_KC is formed from the same products as
             // its columns; it stayed within 1e-6 m with the entry-wise
