@@ -47,6 +47,11 @@ impl Layout {
     pub fn normal(&self, j: usize) -> usize {
         self.friction + j
     }
+    /// The indices of the slip speeds λ̃ (rows μ̃c̃_n − Ẽᵀβ̃, in impulse
+    /// units).
+    pub fn lambdas(&self) -> std::ops::Range<usize> {
+        self.friction + self.contacts..self.size()
+    }
     /// Index of λ of contact j.
     pub fn lambda(&self, j: usize) -> usize {
         self.friction + self.contacts + j
@@ -559,31 +564,25 @@ impl<'a> Impulses<'a> {
         z: &DVector<f64>,
         mu: &[f64],
     ) -> Option<(DVector<f64>, DVector<f64>, DVector<f64>)> {
-        const STEPS: usize = 3;
         let k = basis.len();
         let block = BasisBlock::new(DMatrix::from_fn(k, k, |r, c| m[(basis[r], basis[c])]));
+        // The basic unknowns' places in the whole layout.
+        let positions: Vec<usize> = basis.iter().map(|&a| index[a]).collect();
         let mut whole = DVector::zeros(self.layout.size());
-        for &a in basis {
-            whole[index[a]] = z[a];
+        for (&a, &i) in basis.iter().zip(&positions) {
+            whole[i] = z[a];
         }
-        let mut dv = self.velocity_change(&whole);
-        let mut step = DVector::zeros(self.layout.size());
-        for _ in 0..STEPS {
-            let r = self.velocity_change(&whole) - &dv;
-            let rhs = DVector::from_fn(k, |row, _| {
-                let a = basis[row];
-                let (j, jrow) = self.owner(index[a]);
-                let through = jrow.map_or(0.0, |jr| self.contacts[j].dot(jr, &r));
-                -self.slack(index[a], &dv, &whole, q[a], mu) - through
-            });
-            let delta = block.solve(rhs)?;
-            step.fill(0.0);
-            for (row, &a) in basis.iter().enumerate() {
-                step[index[a]] = delta[row];
-                whole[index[a]] += delta[row];
-            }
-            dv += r + self.velocity_change(&step);
-        }
+        let dv = velocity_newton(
+            &block,
+            &positions,
+            &mut whole,
+            |x| self.velocity_change(x),
+            |row, v| {
+                let (j, jrow) = self.owner(positions[row]);
+                jrow.map_or(0.0, |r| self.contacts[j].dot(r, v))
+            },
+            |row, dv, x| self.slack(positions[row], dv, x, q[basis[row]], mu),
+        )?;
         let z = DVector::from_fn(index.len(), |a, _| whole[index[a]]);
         let w = DVector::from_fn(index.len(), |a, _| {
             self.slack(index[a], &dv, &whole, q[a], mu)
@@ -603,6 +602,45 @@ impl<'a> Impulses<'a> {
         }
     }
 }
+
+/// Newton steps of a velocity-space refinement ([`Impulses::polish`],
+/// [`super::glocker_studer::PlanarImpactLcp::polish`]; the sparse KKT form
+/// of [`super::contact_lcp::ContactLcp::polish`] is their twin for
+/// islands): `x` the unknowns, zero off the basis, whose basic ones sit at
+/// `basic` in the order of `block`'s rows; Δv = `change`(x), the velocity
+/// change of x, is an unknown of its own. Each step solves A_KK δ = −w_K −
+/// J_K r with r = change(x) − Δv, then x += δ and Δv += r + change(δ), so
+/// the contact rows are met to the rounding of the velocities while the
+/// impulses' rounding shows only in r (an imbalance of momentum). For the
+/// k-th basic unknown, `row_dot(k, v)` is J v on its row (0 on a row that
+/// is not a velocity) and `slack(k, Δv, x)` its wₖ. Returns Δv; `None` when
+/// a step cannot be solved.
+pub(crate) fn velocity_newton(
+    block: &BasisBlock,
+    basic: &[usize],
+    x: &mut DVector<f64>,
+    change: impl Fn(&DVector<f64>) -> DVector<f64>,
+    row_dot: impl Fn(usize, &DVector<f64>) -> f64,
+    slack: impl Fn(usize, &DVector<f64>, &DVector<f64>) -> f64,
+) -> Option<DVector<f64>> {
+    let mut dv = change(x);
+    let mut step = DVector::zeros(x.len());
+    for _ in 0..POLISH_STEPS {
+        let r = change(x) - &dv;
+        let rhs = DVector::from_fn(basic.len(), |row, _| -slack(row, &dv, x) - row_dot(row, &r));
+        let delta = block.solve(rhs)?;
+        step.fill(0.0);
+        for (row, &i) in basic.iter().enumerate() {
+            step[i] = delta[row];
+            x[i] += delta[row];
+        }
+        dv += r + change(&step);
+    }
+    Some(dv)
+}
+
+/// Newton steps of each velocity-space refinement.
+pub(crate) const POLISH_STEPS: usize = 3;
 
 /// min |uᵢᵢ| / max |uᵢᵢ| over the pivots of an LU: how near the factored
 /// matrix is to singular (0 when it is, NaN when a pivot is).

@@ -16,7 +16,7 @@
 //! of the regularization ladder ([`super::solve`]): ε times each row's own
 //! diagonal entry, zero for the scheme's own LCP.
 
-use super::assembly::Layout;
+use super::assembly::{Layout, POLISH_STEPS};
 use crate::lcp::{BlockSolver, LcpMatrix};
 use crate::model::ContactJacobian;
 use nalgebra::{DMatrix, DVector};
@@ -513,9 +513,6 @@ impl ContactLcp<'_> {
     }
 }
 
-/// Refinement steps of [`ContactLcp::polish`].
-const POLISH_STEPS: usize = 3;
-
 /// A solution refined in velocity space ([`ContactLcp::polish`]).
 pub struct Polished {
     /// The impulses z (unscaled).
@@ -617,16 +614,12 @@ impl ContactLcp<'_> {
         let dof = kkt.dof;
         let n = self.layout.size();
         let s = |i: usize| self.scale.as_deref().map_or(1.0, |s| s[i]);
-        let mut z: Vec<f64> = z.iter().copied().collect();
-        let mut in_basis = vec![false; n];
+        // Lemke's z on the basis, zero off it.
+        let mut start = vec![0.0; n];
         for &i in basis {
-            in_basis[i] = true;
+            start[i] = z[i];
         }
-        for (i, zi) in z.iter_mut().enumerate() {
-            if !in_basis[i] {
-                *zi = 0.0;
-            }
-        }
+        let mut z = start;
         let mut y = vec![0.0; dof];
         self.add_weighted_transpose(&z, &mut y);
         let mut rhs = vec![0.0; dof + basis.len()];
@@ -713,7 +706,7 @@ impl KktBlock {
         }
         let n = lcp.layout.size();
         let s = |i: usize| lcp.scale.as_deref().map_or(1.0, |s| s[i]);
-        let dof: usize = lcp.blocks.iter().map(|b| b.len).sum();
+        let dof = lcp.flat_len();
         let mut k_pos = vec![usize::MAX; n];
         for (k, &i) in rows.iter().enumerate() {
             k_pos[i] = k;

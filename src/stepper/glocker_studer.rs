@@ -229,7 +229,6 @@ impl PlanarImpactLcp {
         basis: &[usize],
         x: &DVector<f64>,
     ) -> Option<(DVector<f64>, DVector<f64>, DVector<f64>)> {
-        const STEPS: usize = 3;
         let size = self.lcp.size();
         let columns = self.jacobian.ncols();
         let a = &self.lcp.m;
@@ -242,26 +241,21 @@ impl PlanarImpactLcp {
             x_basic[i] = x[i];
         }
         let mut x = x_basic;
-        let mut du = &self.minv_jacobian * self.lambda(&x);
-        for _ in 0..STEPS {
-            let r = &self.minv_jacobian * self.lambda(&x) - &du;
-            let rhs = DVector::from_fn(basis.len(), |row, _| {
+        let du = super::assembly::velocity_newton(
+            &block,
+            basis,
+            &mut x,
+            |x| &self.minv_jacobian * self.lambda(x),
+            |row, v| {
                 let i = basis[row];
-                let through = if i < columns {
-                    self.jacobian.column(i).dot(&r)
+                if i < columns {
+                    self.jacobian.column(i).dot(v)
                 } else {
                     0.0
-                };
-                -self.slack(i, &du, &x) - through
-            });
-            let delta = block.solve(rhs)?;
-            let mut step = DVector::zeros(size);
-            for (row, &i) in basis.iter().enumerate() {
-                step[i] = delta[row];
-            }
-            x += &step;
-            du += r + &self.minv_jacobian * self.lambda(&step);
-        }
+                }
+            },
+            |row, du, x| self.slack(basis[row], du, x),
+        )?;
         let y = DVector::from_fn(size, |i, _| self.slack(i, &du, &x));
         Some((x, y, du))
     }

@@ -94,8 +94,9 @@ fn polish(
         return None;
     }
     let start = candidate.z.clone();
+    let lambdas = lcp.layout.lambdas();
     let impulse_rows: Vec<bool> = (0..lcp.layout.size())
-        .map(|i| i >= lcp.layout.friction + lcp.layout.contacts)
+        .map(|i| lambdas.contains(&i))
         .collect();
     refine(candidate, starts, rhs, &impulse_rows, |basis| {
         lcp.polish(rhs, basis, &start)
@@ -213,7 +214,7 @@ fn refine<V>(
 }
 
 /// [`refine`]'s repair from one `start` basis, keeping in `best` the
-/// refined solution of least residual.
+/// refined solution of least violation.
 fn repair<V>(
     start: &[usize],
     scale: f64,
@@ -281,7 +282,7 @@ fn repair<V>(
             .map(|&i| (i, z[i]))
             .collect();
         let entering = (0..n)
-            .filter(|i| !basis.contains(i) && !excluded.contains(i) && w[*i] < 0.0)
+            .filter(|i| basis.binary_search(i).is_err() && !excluded.contains(i) && w[*i] < 0.0)
             .min_by(|&a, &b| w[a].total_cmp(&w[b]));
         if best.as_ref().is_none_or(|b| violation < b.violation) {
             *best = Some(Refined {
@@ -948,12 +949,9 @@ impl ContactSolver {
                         candidate.status = LcpStatus::NumericalFailure;
                     }
                 }
-                // The scheme's own LCP only: a compliance's solution is
-                // checked against it by the proximal passes' defect, which
-                // a refined (or repaired) z would bypass.
-                // Where Lemke's basis is not settled: the warm start, then
-                // its normal impulses alone.
-                // Without a warm start (a first step) after a ray: the
+                // Where Lemke's basis is not settled, the repair starts from
+                // the warm start, then its normal impulses alone, and
+                // without a warm start (a first step) after a ray from the
                 // frictionless problem's basis.
                 let frictionless =
                     (epsilon == 0.0 && options.warm_start.is_none() && !complementary(&candidate))
@@ -964,6 +962,9 @@ impl ContactSolver {
                         .into_iter()
                         .filter_map(|b| b.as_deref())
                         .collect();
+                // The scheme's own LCP only: a compliance's solution is
+                // checked against it by the proximal passes' defect, which
+                // a refined (or repaired) z would bypass.
                 let polished = (epsilon == 0.0)
                     .then(|| {
                         polish(

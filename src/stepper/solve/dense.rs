@@ -374,8 +374,8 @@ impl ContactSolver {
                     .into_iter()
                     .chain([&resting[..]])
                     .collect();
-                let lambdas = layout.friction + layout.contacts;
-                let impulse_rows: Vec<bool> = index.iter().map(|&i| i >= lambdas).collect();
+                let lambdas = layout.lambdas();
+                let impulse_rows: Vec<bool> = index.iter().map(|i| lambdas.contains(i)).collect();
                 let refined_part =
                     super::refine(&mut unscaled, &starts, &lcp.q, &impulse_rows, |basis| {
                         impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
