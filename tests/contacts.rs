@@ -1,14 +1,15 @@
 //! Contacts at scale: the broad phase finds exactly the pairs an all-pairs
-//! loop finds, a contact's storage does not grow with the number of bodies,
+//! loop finds, its world boxes are the shapes' tightest, a contact's storage does not grow with the number of bodies,
 //! the sparse Delassus assembly equals the dense product JᵀM⁻¹J, and warm
 //! starts by contact identity keep the pivots of a resting pile small.
 
-use contactlab::model::rigid::candidate_pairs;
+use contactlab::geometry::Shape;
+use contactlab::model::rigid::{candidate_pairs, world_box};
 use contactlab::model::{Dimension, Model};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use contactlab::stepper::assembly::Impulses;
-use nalgebra::{DMatrix, Vector3};
+use nalgebra::{DMatrix, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::path::Path;
 
@@ -91,6 +92,72 @@ fn the_broad_phase_finds_exactly_the_overlapping_pairs() {
             );
         }
         assert!(found.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
+    }
+}
+
+/// The broad phase's world box of a turned box or capsule holds every point
+/// of the shape and touches it on each side: the extreme points along ±x,
+/// ±y, ±z (a box's corners, a capsule's end caps) lie on its faces.
+#[test]
+fn a_world_box_is_the_tightest_box_around_the_shape() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for case in 0..500 {
+        let x = Vector3::new(
+            rng.random_range(-2.0..2.0),
+            rng.random_range(-2.0..2.0),
+            rng.random_range(-2.0..2.0),
+        );
+        let axis = Vector3::new(
+            rng.random_range(-1.0..1.0),
+            rng.random_range(-1.0..1.0),
+            rng.random_range(-1.0..1.0),
+        );
+        let r = UnitQuaternion::from_scaled_axis(axis * rng.random_range(0.0..3.0));
+        let size = |rng: &mut StdRng| rng.random_range(0.01..0.8);
+        let (shape, extremes): (Shape, Vec<Vector3<f64>>) = if case % 2 == 0 {
+            let h = [size(&mut rng), size(&mut rng), size(&mut rng)];
+            let corners = (0..8)
+                .map(|k| {
+                    let s = |b: usize| if k >> b & 1 == 1 { 1.0 } else { -1.0 };
+                    x + r * Vector3::new(s(0) * h[0], s(1) * h[1], s(2) * h[2])
+                })
+                .collect();
+            (Shape::Box { half_extents: h }, corners)
+        } else {
+            let (l, rad) = (size(&mut rng), size(&mut rng));
+            let mut points = Vec::new();
+            for end in [-l, l] {
+                let c = x + r * Vector3::new(end, 0.0, 0.0);
+                for k in 0..3 {
+                    for sign in [-1.0, 1.0] {
+                        let mut e = Vector3::zeros();
+                        e[k] = sign * rad;
+                        points.push(c + e);
+                    }
+                }
+            }
+            (
+                Shape::Capsule {
+                    half_length: l,
+                    radius: rad,
+                },
+                points,
+            )
+        };
+        let (centre, half) = world_box(&shape, x, &r);
+        assert_eq!(centre, x);
+        for k in 0..3 {
+            let (lo, hi) = (centre[k] - half[k], centre[k] + half[k]);
+            let min = extremes.iter().map(|p| p[k]).fold(f64::INFINITY, f64::min);
+            let max = extremes
+                .iter()
+                .map(|p| p[k])
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert!(
+                (min - lo).abs() < 1e-12 && (max - hi).abs() < 1e-12,
+                "case {case}, axis {k}: box [{lo}, {hi}], shape [{min}, {max}]"
+            );
+        }
     }
 }
 

@@ -7,16 +7,17 @@ use super::{Contact, ContactFrame, ContactId, Other};
 use crate::geometry::PairContact;
 use nalgebra::Vector3;
 
-/// The broad phase's work space: bounding spheres (centre, radius in m), the
-/// candidate body pairs and their order along the sweep axis.
+/// The broad phase's work space: world-aligned bounding boxes (centre, half
+/// extents in m), the candidate body pairs and their order along the sweep
+/// axis.
 #[derive(Debug, Clone, Default)]
 pub struct BroadPhase {
-    /// Bounding sphere of each body.
-    pub spheres: Vec<(Vector3<f64>, f64)>,
-    /// Body pairs (i < j) whose spheres overlap within the margin.
+    /// Bounding box of each body ([`super::rigid::world_box`]).
+    pub boxes: Vec<(Vector3<f64>, Vector3<f64>)>,
+    /// Body pairs (i < j) whose boxes overlap within the margin.
     pub pairs: Vec<(usize, usize)>,
-    /// Bodies sorted along the sweep axis.
-    pub order: Vec<usize>,
+    /// Bodies sorted along the sweep axis, with their boxes' lower ends.
+    pub order: Vec<(f64, usize)>,
     /// The narrow phase's points of one pair.
     pub points: Vec<PairContact>,
 }

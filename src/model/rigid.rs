@@ -721,13 +721,16 @@ impl RigidSystem {
                 }
             }
         }
-        broad.spheres.clear();
-        broad.spheres.extend(
-            (0..self.bodies.len())
-                .map(|i| (self.position(q, i), bounding_radius(&self.bodies[i].shape))),
-        );
+        broad.boxes.clear();
+        broad.boxes.extend((0..self.bodies.len()).map(|i| {
+            world_box(
+                &self.bodies[i].shape,
+                self.position(q, i),
+                &self.rotation(q, i),
+            )
+        }));
         candidate_pairs_into(
-            &broad.spheres,
+            &broad.boxes,
             margin,
             self.dimension,
             &mut broad.order,
@@ -921,26 +924,33 @@ impl RigidSystem {
 }
 
 /// The broad phase: the body pairs (i, j), i < j, whose bounding spheres
-/// (centre, radius) come within `margin` of each other, by sweep and prune
-/// along the axis of largest spread. Sorting costs O(N log N); the sweep visits
-/// only pairs whose intervals overlap on that axis. Returned sorted, so the
-/// contacts come out in the same order as from an all-pairs loop.
+/// (centre, radius) come within `margin` of each other on every axis, by
+/// sweep and prune along the axis of largest spread. Sorting costs
+/// O(N log N); the sweep visits only pairs whose intervals overlap on that
+/// axis. Returned sorted, so the contacts come out in the same order as from
+/// an all-pairs loop.
 pub fn candidate_pairs(
     spheres: &[(Vector3<f64>, f64)],
     margin: f64,
     dimension: Dimension,
 ) -> Vec<(usize, usize)> {
+    let boxes: Vec<_> = spheres
+        .iter()
+        .map(|&(c, r)| (c, Vector3::repeat(r)))
+        .collect();
     let mut pairs = Vec::new();
-    candidate_pairs_into(spheres, margin, dimension, &mut Vec::new(), &mut pairs);
+    candidate_pairs_into(&boxes, margin, dimension, &mut Vec::new(), &mut pairs);
     pairs
 }
 
-/// [`candidate_pairs`] into `pairs` (replaced), with `order` as work space.
+/// The broad phase on world-aligned boxes (centre, half extents, m): the
+/// pairs (i, j), i < j, whose boxes come within `margin` of each other on
+/// every axis, into `pairs` (replaced, sorted), with `order` as work space.
 pub fn candidate_pairs_into(
-    spheres: &[(Vector3<f64>, f64)],
+    boxes: &[(Vector3<f64>, Vector3<f64>)],
     margin: f64,
     dimension: Dimension,
-    order: &mut Vec<usize>,
+    order: &mut Vec<(f64, usize)>,
     pairs: &mut Vec<(usize, usize)>,
 ) {
     pairs.clear();
@@ -948,13 +958,13 @@ pub fn candidate_pairs_into(
         Dimension::Planar => 2,
         Dimension::Spatial => 3,
     };
-    let n = spheres.len();
+    let n = boxes.len();
     if n < 2 {
         return;
     }
     // The axis along which the centres spread most separates the most pairs.
-    let mean = spheres.iter().fold(Vector3::zeros(), |s, (c, _)| s + c) / n as f64;
-    let spread = spheres
+    let mean = boxes.iter().fold(Vector3::zeros(), |s, (c, _)| s + c) / n as f64;
+    let spread = boxes
         .iter()
         .fold(Vector3::zeros(), |s: Vector3<f64>, (c, _)| {
             s + (c - mean).component_mul(&(c - mean))
@@ -962,28 +972,55 @@ pub fn candidate_pairs_into(
     let axis = (0..axes)
         .max_by(|&a, &b| spread[a].total_cmp(&spread[b]))
         .unwrap_or(0);
-    let half = |i: usize| spheres[i].1 + 0.5 * margin.max(0.0);
+    let pad = 0.5 * margin.max(0.0);
     order.clear();
-    order.extend(0..n);
-    order.sort_by(|&a, &b| {
-        (spheres[a].0[axis] - half(a)).total_cmp(&(spheres[b].0[axis] - half(b)))
-    });
-    for (k, &a) in order.iter().enumerate() {
-        let hi = spheres[a].0[axis] + half(a);
-        for &b in &order[k + 1..] {
-            if spheres[b].0[axis] - half(b) > hi {
+    order.extend(
+        boxes
+            .iter()
+            .enumerate()
+            .map(|(i, (c, half))| (c[axis] - half[axis] - pad, i)),
+    );
+    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    for (k, &(_, a)) in order.iter().enumerate() {
+        let (ca, ha) = boxes[a];
+        let hi = ca[axis] + ha[axis] + pad;
+        for &(lo, b) in &order[k + 1..] {
+            if lo > hi {
                 break;
             }
-            let reach = half(a) + half(b);
-            let apart = (0..axes).any(|x| (spheres[a].0[x] - spheres[b].0[x]).abs() > reach);
-            // Non-finite positions never pass `reach`; they are left to the
-            // narrow phase, which rejects them.
+            let (cb, hb) = boxes[b];
+            let apart = (0..axes).any(|x| (ca[x] - cb[x]).abs() > ha[x] + hb[x] + 2.0 * pad);
+            // Non-finite positions never pass the test; they are left to
+            // the narrow phase, which rejects them.
             if !apart {
                 pairs.push((a.min(b), a.max(b)));
             }
         }
     }
     pairs.sort_unstable();
+}
+
+/// A body's world-aligned bounding box (centre, half extents), m: a box's
+/// is |R| h, a capsule's (core along its x axis) |R e_x| ℓ + r. Tighter
+/// than the bounding sphere, whose cube around a silo's wall reaches every
+/// grain in it (the 1,000-grain silo: 12,000 candidate pairs a search for
+/// 2,000 contacts).
+pub fn world_box(
+    shape: &Shape,
+    x: Vector3<f64>,
+    r: &UnitQuaternion<f64>,
+) -> (Vector3<f64>, Vector3<f64>) {
+    let half = match *shape {
+        Shape::Sphere { radius } => Vector3::repeat(radius),
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => (r * Vector3::x()).abs() * half_length + Vector3::repeat(radius),
+        Shape::Box { half_extents } => {
+            r.to_rotation_matrix().matrix().abs() * Vector3::from(half_extents)
+        }
+    };
+    (x, half)
 }
 
 /// Coordinates per body.
