@@ -61,7 +61,10 @@ pub fn natural_map(r: &Vector3<f64>, u: &Vector3<f64>, mu: f64, rho: f64) -> Vec
 /// μ (module documentation). `w_inverse` is W⁻¹; `previous` the last
 /// impulse, whose slip direction starts Newton's method; `isotropic` is
 /// [`decoupled_and_isotropic`]`(w)`, which NSGS decides once per contact
-/// instead of at each visit.
+/// instead of at each visit. The cases every grain meets (take-off,
+/// sticking, a sphere's closed-form slide) are inlined into the sweep; the
+/// general slide ([`slide`]) is not.
+#[inline(always)]
 pub fn solve(
     w: &Matrix3<f64>,
     w_inverse: &Matrix3<f64>,
@@ -93,6 +96,20 @@ pub fn solve(
         let slip = (q.y * q.y + q.z * q.z).sqrt();
         return Vector3::new(r_n, -mu * r_n * q.y / slip, -mu * r_n * q.z / slip);
     }
+    slide(w, q, mu, previous, &stick, &normal_only)
+}
+
+/// [`solve`]'s sliding case for a general block W: Newton's method on the
+/// slip angle from three starts, then a grid.
+#[inline(never)]
+fn slide(
+    w: &Matrix3<f64>,
+    q: &Vector3<f64>,
+    mu: f64,
+    previous: &Vector3<f64>,
+    stick: &Vector3<f64>,
+    normal_only: &Vector3<f64>,
+) -> Vector3<f64> {
     let slide = Sliding { w, q, mu };
     // Starts: the previous friction's slip direction (−r_T), then the slip
     // under the normal impulse alone, then the sticking impulse's −r_T.
@@ -109,7 +126,7 @@ pub fn solve(
             return slide.impulse(phi);
         }
     }
-    slide.grid().map_or(normal_only, |phi| slide.impulse(phi))
+    slide.grid().map_or(*normal_only, |phi| slide.impulse(phi))
 }
 
 /// W = diag(a, b, b) to within 1e-12 of its diagonal: no coupling between

@@ -478,13 +478,18 @@ fn solve_cone(
             );
             // A non-finite local solution (only from non-finite data) keeps
             // the last impulse; the residual reports it.
-            if r.iter().all(|x| x.is_finite()) {
+            let kept = if r.iter().all(|x| x.is_finite()) {
                 let delta = r - cone.r;
                 cone.span.add(arena, w, &delta, &mut velocity);
                 change += delta.norm_squared();
-                cone.r = r;
-            }
-            size += cone.r.norm_squared();
+                r
+            } else {
+                cone.r
+            };
+            // From the value in hand, not read back from the cone just
+            // written (a load across two stores stalls the store buffer).
+            size += kept.norm_squared();
+            cone.r = kept;
         }
         let light = if size > 0.0 {
             (change / size).sqrt()
@@ -540,6 +545,15 @@ fn solve_cone(
     }
     if !residual.is_finite() {
         status = LcpStatus::NumericalFailure;
+    }
+    if std::env::var_os("SEPCOUNT").is_some() {
+        let zero = cones.iter().filter(|c| c.r.x == 0.0).count();
+        eprintln!(
+            "SEP {} of {} cones zero, {} candidates, sweeps {sweeps}",
+            zero,
+            cones.len(),
+            contacts.len()
+        );
     }
 
     let mut cone_of = vec![usize::MAX; contacts.len()];
@@ -639,6 +653,7 @@ impl Span {
     }
 
     /// (J v) on its rows (0 for an absent second tangent).
+    #[inline(always)]
     fn dots(&self, arena: &[f64], v: &DVector<f64>) -> Vector3<f64> {
         match self.shape {
             Shape::Space => self.dots_fixed::<3, 6>(arena, v.as_slice()),
@@ -660,6 +675,7 @@ impl Span {
     /// [`Span::dots`] for R rows on blocks of N velocities: fixed-size
     /// slices the compiler unrolls (the silo's sweeps spent a third of their
     /// time in the general loops over blocks and rows).
+    #[inline(always)]
     fn dots_fixed<const R: usize, const N: usize>(&self, arena: &[f64], v: &[f64]) -> Vector3<f64> {
         let width = self.width;
         let rows = &arena[self.offset..self.offset + R * width];
@@ -679,6 +695,7 @@ impl Span {
     }
 
     /// v += W Jᵀ Δr, with `w` the diagonal of W.
+    #[inline(always)]
     fn add(&self, arena: &[f64], w: &[f64], delta: &Vector3<f64>, v: &mut DVector<f64>) {
         match self.shape {
             Shape::Space => self.add_fixed::<3, 6>(arena, w, delta, v.as_mut_slice()),
@@ -706,6 +723,7 @@ impl Span {
     }
 
     /// [`Span::add`] for R rows on blocks of N velocities.
+    #[inline(always)]
     fn add_fixed<const R: usize, const N: usize>(
         &self,
         arena: &[f64],
