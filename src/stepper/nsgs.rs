@@ -157,7 +157,7 @@ const FULL_RESIDUAL_EVERY: usize = 8;
 const WARM_GROWTH_ROUNDS: usize = 8;
 
 /// The contacts taking part ([`Activation`]).
-struct Participation<'a> {
+struct Participation<'a, 'w> {
     active: Vec<bool>,
     rule: Option<Activation<'a>>,
     /// The contacts not taking part yet, each with its normal row's blocks
@@ -165,27 +165,33 @@ struct Participation<'a> {
     /// place and in the order checked, instead of in each candidate's own
     /// Jacobian allocation (the 5,000-grain silo, with ten candidates for
     /// every contact taking part, spent a sixth of its step reading them).
-    waiting: Vec<Waiting>,
-    normals: Vec<f64>,
+    waiting: &'w mut Vec<Waiting>,
+    normals: &'w mut Vec<f64>,
 }
 
 /// A contact waiting to take part: its index, its normal row's blocks and
 /// where the row starts in [`Participation::normals`].
 #[derive(Debug, Clone, Copy)]
-struct Waiting {
+pub struct Waiting {
     contact: usize,
     blocks: [Block; 2],
     count: usize,
     at: usize,
 }
 
-impl<'a> Participation<'a> {
-    fn of(problem: &ContactProblem<'a>) -> Self {
+impl<'a, 'w> Participation<'a, 'w> {
+    /// The contacts taking part at the start, with `waiting` and `normals`
+    /// (kept between steps) as its storage.
+    fn of(
+        problem: &ContactProblem<'a>,
+        waiting: &'w mut Vec<Waiting>,
+        normals: &'w mut Vec<f64>,
+    ) -> Self {
         let n = problem.contacts.len();
+        waiting.clear();
+        normals.clear();
         match problem.activation {
             Some(rule) => {
-                let mut waiting = Vec::new();
-                let mut normals = Vec::new();
                 for (j, c) in problem.contacts.iter().enumerate() {
                     if rule.initially[j] {
                         continue;
@@ -211,8 +217,8 @@ impl<'a> Participation<'a> {
             None => Self {
                 active: vec![true; n],
                 rule: None,
-                waiting: Vec::new(),
-                normals: Vec::new(),
+                waiting,
+                normals,
             },
         }
     }
@@ -224,7 +230,7 @@ impl<'a> Participation<'a> {
         let Some(rule) = self.rule else {
             return;
         };
-        let (active, normals) = (&mut self.active, &self.normals);
+        let (active, normals) = (&mut self.active, &*self.normals);
         self.waiting.retain(|w| {
             let blocks = &w.blocks[..w.count];
             let width = blocks.iter().map(|b| b.len).sum();
@@ -274,6 +280,9 @@ struct Cone {
 #[derive(Debug, Clone, Default)]
 pub struct Workspace {
     cones: Vec<Cone>,
+    /// [`Participation`]'s storage.
+    waiting: Vec<Waiting>,
+    normals: Vec<f64>,
     /// The rows of the contacts taking part ([`Span`]).
     arena: Vec<f64>,
     /// The sweeps' acceleration, and its iterate and the sweep's image of
@@ -341,7 +350,7 @@ pub fn solve(
     if limits.circular && (planar || all(CIRCULAR_CONE_DIRECTIONS)) {
         solve_cone(problem, w, warm, limits, workspace, planar)
     } else {
-        solve_pyramid(problem, w, warm, limits)
+        solve_pyramid(problem, w, warm, limits, workspace)
     }
 }
 
@@ -396,6 +405,8 @@ fn solve_cone(
     let rows = if planar { 2 } else { 3 };
     let Workspace {
         cones,
+        waiting,
+        normals,
         arena,
         anderson,
         iterate: x,
@@ -403,7 +414,7 @@ fn solve_cone(
     } = workspace;
     cones.clear();
     arena.clear();
-    let mut part = Participation::of(problem);
+    let mut part = Participation::of(problem, waiting, normals);
     let mut velocity = problem.free.clone();
     let mut joined: Vec<usize> = (0..contacts.len()).filter(|&j| part.active[j]).collect();
     let add_cones = |joined: &mut Vec<usize>,
@@ -824,11 +835,12 @@ fn solve_pyramid(
     w: &[f64],
     warm: &LastImpulses,
     limits: NsgsLimits,
+    workspace: &mut Workspace,
 ) -> NsgsSolution {
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
     let starts = friction_starts(contacts);
-    let mut part = Participation::of(problem);
+    let mut part = Participation::of(problem, &mut workspace.waiting, &mut workspace.normals);
     let mut locals: Vec<Local> = contacts
         .iter()
         .enumerate()
