@@ -507,8 +507,9 @@ pub struct ContactProblem<'a> {
 }
 
 /// Contacts that take part only once the velocity would close them: a
-/// contact j with `initially[j]` false carries no impulse until, at one of
-/// the sweeps' residual checks (every few sweeps), g_j + `lead`·γ_Nj(u) <
+/// contact j with `initially[j]` false carries no impulse until, before the
+/// first sweep (at the warm start's velocity) or at one of the sweeps'
+/// residual checks (every few sweeps), g_j + `lead`·γ_Nj(u) <
 /// −`tolerance` at the current velocity u; from then on it takes part. The
 /// solve ends when the residual is met and no contact joins at that check:
 /// the fixed point of Moreau–Jean's rounds ([`super::moreau_jean`]), reached
