@@ -597,15 +597,6 @@ fn solve_cone(
     if !residual.is_finite() {
         status = LcpStatus::NumericalFailure;
     }
-    if std::env::var_os("SEPCOUNT").is_some() {
-        let zero = cones.iter().filter(|c| c.r.x == 0.0).count();
-        eprintln!(
-            "SEP {} of {} cones zero, {} candidates, sweeps {sweeps}",
-            zero,
-            cones.len(),
-            contacts.len()
-        );
-    }
 
     let mut cone_of = vec![usize::MAX; contacts.len()];
     for (i, cone) in cones.iter().enumerate() {
