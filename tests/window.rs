@@ -180,3 +180,24 @@ fn a_drag_in_progress_with_the_inspector_open() {
         "orange contact states in the panel: {panel_slip} px"
     );
 }
+
+/// `--msaa` takes 1 or 4; anything else is refused in one line before a
+/// window opens (no display needed).
+#[test]
+fn a_bad_msaa_is_refused_before_the_window_opens() {
+    let scene = common::project_dir().join("scenes").join("rod.ron");
+    let output = Command::new(env!("CARGO_BIN_EXE_contactlab"))
+        .arg(&scene)
+        .args(["--msaa", "3"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("the viewer starts");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--msaa 3: must be 1 (off) or 4"),
+        "stderr: {stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}

@@ -51,6 +51,11 @@ pub struct ViewArgs {
     /// … and move the pointer by DX,DY logical pixels, holding it there.
     #[arg(long, hide = true, allow_hyphen_values = true)]
     pub drag_by: Option<String>,
+    /// Multisample anti-aliasing of the bodies' edges: 1 (off) or 4 samples
+    /// per pixel. Default: 4 on a GPU, 1 on a software renderer (Mesa's
+    /// llvmpipe), where 4 samples more than double the frame time.
+    #[arg(long)]
+    pub msaa: Option<u32>,
     /// Parameter overrides.
     #[command(flatten)]
     pub overrides: Overrides,

@@ -178,17 +178,24 @@ pub struct OffscreenTarget {
     pub msaa: Msaa,
 }
 
+/// Multisampling of the window's scene camera (`--msaa`; see
+/// [`super::window_msaa`]); without it, 4 samples.
+#[derive(Resource, Debug, Clone, Copy)]
+pub struct WindowMsaa(pub Msaa);
+
 fn spawn_cameras(
     mut commands: Commands,
     mut egui: ResMut<EguiGlobalSettings>,
     sim: Res<Sim>,
     offscreen: Option<Res<OffscreenTarget>>,
+    window_msaa: Option<Res<WindowMsaa>>,
 ) {
     egui.auto_create_primary_context = false;
     let target = offscreen.as_ref().map_or_else(RenderTarget::default, |o| {
         RenderTarget::Image(o.image.clone().into())
     });
-    let msaa = offscreen.as_ref().map_or(Msaa::Sample4, |o| o.msaa);
+    let window = window_msaa.map_or(Msaa::Sample4, |m| m.0);
+    let msaa = offscreen.as_ref().map_or(window, |o| o.msaa);
     let rig = ViewRig::for_scene(&sim);
     let main = commands
         .spawn((
