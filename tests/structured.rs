@@ -17,7 +17,7 @@
 //! are compared.
 
 use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions, Principal};
-use contactlab::model::{MassInverse, Model};
+use contactlab::model::{Contact, MassInverse, Model};
 use contactlab::scene;
 use contactlab::stepper::contact_lcp::ContactLcp;
 use nalgebra::{DMatrix, DVector};
@@ -123,6 +123,47 @@ fn case(rng: &mut StdRng) -> Case {
     }
 }
 
+/// A random contact LCP (29): 1–`most` of a random case's contacts (any
+/// subset of contacts poses a contact LCP of its own), with μ = the case's
+/// at every contact.
+struct Drawn {
+    case: Case,
+    contacts: Vec<Contact>,
+    mu: Vec<f64>,
+}
+
+impl Drawn {
+    /// `None` when the case has no contacts.
+    fn draw(rng: &mut StdRng, most: usize) -> Option<Self> {
+        let case = case(rng);
+        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
+        contacts.truncate(rng.random_range(1..=most));
+        if contacts.is_empty() {
+            return None;
+        }
+        let mu = vec![case.mu; contacts.len()];
+        Some(Self { case, contacts, mu })
+    }
+
+    /// The contacts' operator on the case's diagonal W.
+    fn operator(&self) -> ContactLcp<'_> {
+        let MassInverse::Diagonal(w) = self.case.model.mass_inverse_form() else {
+            panic!("rigid bodies have a diagonal mass inverse");
+        };
+        let jacobians = self.contacts.iter().map(|c| &c.jacobian).collect();
+        ContactLcp::new(jacobians, w.as_slice(), &self.mu)
+    }
+
+    /// (29)'s right-hand side: Jᵀ v* and, on the normal rows, γ/h.
+    fn q(&self, operator: &ContactLcp<'_>, h: f64) -> DVector<f64> {
+        let mut q = operator.transpose_times(&self.case.v_free);
+        for (j, c) in self.contacts.iter().enumerate() {
+            q[operator.layout.normal(j)] += c.gap / h;
+        }
+        q
+    }
+}
+
 fn residual(m: &DMatrix<f64>, q: &DVector<f64>, z: &DVector<f64>) -> f64 {
     Lcp {
         m: m.clone(),
@@ -146,26 +187,14 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
     let (mut cases, mut solved, mut unique) = (0, 0, 0);
     let mut sizes = Vec::new();
     while cases < 60 {
-        let case = case(&mut rng);
-        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
-        // A random number of them, 1–60 (any subset of contacts poses a
-        // contact LCP of its own).
-        contacts.truncate(rng.random_range(1..=60));
-        if contacts.is_empty() {
+        let Some(drawn) = Drawn::draw(&mut rng, 60) else {
             continue;
-        }
-        cases += 1;
-        let MassInverse::Diagonal(w) = case.model.mass_inverse_form() else {
-            panic!("rigid bodies have a diagonal mass inverse");
         };
-        let jacobians = contacts.iter().map(|c| &c.jacobian).collect();
-        let mu = vec![case.mu; contacts.len()];
-        let operator = ContactLcp::new(jacobians, w.as_slice(), &mu);
+        cases += 1;
+        let contacts = &drawn.contacts;
+        let operator = drawn.operator();
         let layout = operator.layout;
-        let mut q = operator.transpose_times(&case.v_free);
-        for (j, c) in contacts.iter().enumerate() {
-            q[layout.normal(j)] += c.gap / h;
-        }
+        let q = drawn.q(&operator, h);
         let dense = operator.to_dense();
         sizes.push((contacts.len(), dense.nrows()));
         let reference = lcp::solve(
@@ -268,24 +297,13 @@ fn velocity_space_refinement_keeps_lemkes_solutions() {
     let options = LemkeOptions::default();
     let (mut cases, mut checked) = (0, 0);
     while cases < 40 {
-        let case = case(&mut rng);
-        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
-        contacts.truncate(rng.random_range(1..=40));
-        if contacts.is_empty() {
+        let Some(drawn) = Drawn::draw(&mut rng, 40) else {
             continue;
-        }
-        cases += 1;
-        let MassInverse::Diagonal(w) = case.model.mass_inverse_form() else {
-            panic!("rigid bodies have a diagonal mass inverse");
         };
-        let mu = vec![case.mu; contacts.len()];
-        let jacobians = || contacts.iter().map(|c| &c.jacobian).collect();
-        let operator = ContactLcp::new(jacobians(), w.as_slice(), &mu);
-        let layout = operator.layout;
-        let mut q = operator.transpose_times(&case.v_free);
-        for (j, c) in contacts.iter().enumerate() {
-            q[layout.normal(j)] += c.gap / h;
-        }
+        cases += 1;
+        let case = &drawn.case;
+        let operator = drawn.operator();
+        let q = drawn.q(&operator, h);
         let dense = operator.to_dense();
         let solution = lcp::solve_structured(&operator, &q, &options).expect("valid options");
         if solution.status != LcpStatus::Solved {
@@ -293,7 +311,7 @@ fn velocity_space_refinement_keeps_lemkes_solutions() {
         }
         let mut expected_change = DVector::zeros(case.model.dof());
         operator.add_velocity_change(&solution.z, &mut expected_change);
-        let mut equilibrated = ContactLcp::new(jacobians(), w.as_slice(), &mu);
+        let mut equilibrated = drawn.operator();
         equilibrated.equilibrate();
         for (name, op) in [("plain", &operator), ("equilibrated", &equilibrated)] {
             let Some(polished) = op.polish(&q, &solution.basis, &solution.z) else {
