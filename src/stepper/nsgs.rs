@@ -149,8 +149,9 @@ const FULL_RESIDUAL_EVERY: usize = 8;
 /// steps had 1,300 contacts at the first check and 1,880 at the last, 20
 /// checks later). Joining them first, over the scenes' first 0.5 s: the
 /// silo 97.8 → 73 sweeps a step, the hourglass 88 → 53, the avalanche 80 →
-/// 54 (deepest overlaps 8.0 → 5.0, 2.4 → 3.2 and 3.3 → 3.5 mm). Rounds used on the silo: mostly 1–5, at most
-/// 10; with 4 and 16 rounds the silo took 74 and 77 sweeps a step. Joining
+/// 54 (deepest overlaps 8.0 → 5.0, 2.4 → 3.2 and 3.3 → 3.5 mm). Rounds used
+/// on the silo: mostly 1–5, at most 10; with 4 and 16 rounds the silo took
+/// 74 and 77 sweeps a step. Joining
 /// only once the residual is met, instead of at every check, took 115, 83
 /// and 91; checks every 4 or 16 sweeps instead of 8 changed little (70–74,
 /// 53–58, 53–65).
@@ -160,23 +161,13 @@ const WARM_GROWTH_ROUNDS: usize = 8;
 struct Participation<'a, 'w> {
     active: Vec<bool>,
     rule: Option<Activation<'a>>,
-    /// The contacts not taking part yet, each with its normal row's blocks
-    /// and where the row lies in `normals`: what a check reads, in one
+    /// The contacts not taking part yet, each with its normal row copied
+    /// into `normals` ([`Span`] of one row): what a check reads, in one
     /// place and in the order checked, instead of in each candidate's own
     /// Jacobian allocation (the 5,000-grain silo, with ten candidates for
     /// every contact taking part, spent a sixth of its step reading them).
-    waiting: &'w mut Vec<Waiting>,
+    waiting: &'w mut Vec<(usize, Span)>,
     normals: &'w mut Vec<f64>,
-}
-
-/// A contact waiting to take part: its index, its normal row's blocks and
-/// where the row starts in [`Participation::normals`].
-#[derive(Debug, Clone, Copy)]
-pub struct Waiting {
-    contact: usize,
-    blocks: [Block; 2],
-    count: usize,
-    at: usize,
 }
 
 impl<'a, 'w> Participation<'a, 'w> {
@@ -184,7 +175,7 @@ impl<'a, 'w> Participation<'a, 'w> {
     /// (kept between steps) as its storage.
     fn of(
         problem: &ContactProblem<'a>,
-        waiting: &'w mut Vec<Waiting>,
+        waiting: &'w mut Vec<(usize, Span)>,
         normals: &'w mut Vec<f64>,
     ) -> Self {
         let n = problem.contacts.len();
@@ -196,16 +187,7 @@ impl<'a, 'w> Participation<'a, 'w> {
                     if rule.initially[j] {
                         continue;
                     }
-                    let jac = &c.jacobian;
-                    let mut blocks = [Block { start: 0, len: 0 }; 2];
-                    blocks[..jac.blocks().len()].copy_from_slice(jac.blocks());
-                    waiting.push(Waiting {
-                        contact: j,
-                        blocks,
-                        count: jac.blocks().len(),
-                        at: normals.len(),
-                    });
-                    normals.extend_from_slice(jac.row(0));
+                    waiting.push((j, Span::copy(&c.jacobian, 1, normals)));
                 }
                 Self {
                     active: rule.initially.to_vec(),
@@ -231,15 +213,12 @@ impl<'a, 'w> Participation<'a, 'w> {
             return;
         };
         let (active, normals) = (&mut self.active, &*self.normals);
-        self.waiting.retain(|w| {
-            let blocks = &w.blocks[..w.count];
-            let width = blocks.iter().map(|b| b.len).sum();
-            let mut speed = [0.0];
-            rows_dot(&normals[w.at..], width, blocks, u.as_slice(), &mut speed);
-            let closes = rule.gaps[w.contact] + rule.lead * speed[0] < -rule.tolerance;
+        self.waiting.retain(|&(j, normal)| {
+            let speed = normal.dots(normals, u).x;
+            let closes = rule.gaps[j] + rule.lead * speed < -rule.tolerance;
             if closes {
-                active[w.contact] = true;
-                joined.push(w.contact);
+                active[j] = true;
+                joined.push(j);
             }
             !closes
         });
@@ -281,7 +260,7 @@ struct Cone {
 pub struct Workspace {
     cones: Vec<Cone>,
     /// [`Participation`]'s storage.
-    waiting: Vec<Waiting>,
+    waiting: Vec<(usize, Span)>,
     normals: Vec<f64>,
     /// The rows of the contacts taking part ([`Span`]).
     arena: Vec<f64>,
@@ -489,8 +468,8 @@ fn solve_cone(
             break;
         }
         add_cones(&mut joined, cones, arena, &mut velocity);
-        cones.sort_unstable_by_key(|c| c.contact);
     }
+    cones.sort_unstable_by_key(|c| c.contact);
 
     let mut status = LcpStatus::SweepLimit;
     let mut residual = f64::INFINITY;
@@ -969,7 +948,6 @@ fn solve_pyramid(
     }
 }
 
-/// out += α W Jᵀ z for one contact's impulses z (n first, then β).
 /// A contact's impulses (n first, then β) from its last solve, when they
 /// fit its layout; zero otherwise.
 fn warm_impulse(warm: &LastImpulses, c: &crate::model::Contact) -> Vec<f64> {
@@ -980,6 +958,7 @@ fn warm_impulse(warm: &LastImpulses, c: &crate::model::Contact) -> Vec<f64> {
         .unwrap_or_else(|| vec![0.0; k + 1])
 }
 
+/// out += α W Jᵀ z for one contact's impulses z (n first, then β).
 fn add_impulse(jac: &ContactJacobian, z: &[f64], alpha: f64, w: &[f64], out: &mut DVector<f64>) {
     for (r, &value) in z.iter().enumerate() {
         if value != 0.0 {
