@@ -1,7 +1,8 @@
 //! Contacts at scale: the broad phase finds exactly the pairs an all-pairs
-//! loop finds, its world boxes are the shapes' tightest, a contact's storage does not grow with the number of bodies,
-//! the sparse Delassus assembly equals the dense product JᵀM⁻¹J, and warm
-//! starts by contact identity keep the pivots of a resting pile small.
+//! loop finds, its world boxes are the shapes' tightest, a contact's
+//! storage does not grow with the number of bodies, the sparse Delassus
+//! assembly equals the dense product JᵀM⁻¹J, and warm starts by contact
+//! identity keep the pivots of a resting pile small.
 
 use contactlab::geometry::Shape;
 use contactlab::model::rigid::{candidate_pairs, world_box};

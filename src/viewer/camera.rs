@@ -178,8 +178,8 @@ pub struct OffscreenTarget {
     pub msaa: Msaa,
 }
 
-/// Multisampling of the window's scene camera (`--msaa`; see
-/// [`super::window_msaa`]); without it, 4 samples.
+/// Multisampling of the window's scene camera (`--msaa`, or chosen by the
+/// adapter in [`super::run`]); without it, 4 samples.
 #[derive(Resource, Debug, Clone, Copy)]
 pub struct WindowMsaa(pub Msaa);
 

@@ -29,9 +29,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
             args.speed
         ));
     }
-    if ![1, 4].contains(&args.msaa) {
-        return Err(format!("--msaa {}: must be 1 (off) or 4", args.msaa));
-    }
+    let msaa = crate::viewer::msaa_samples(args.msaa)?;
     let fps = args.fps.unwrap_or_else(|| format.default_fps());
     let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
     let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
@@ -102,11 +100,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     app.insert_resource(OffscreenTarget {
         image: image.clone(),
         panel: args.with_panel,
-        msaa: if args.msaa == 1 {
-            Msaa::Off
-        } else {
-            Msaa::Sample4
-        },
+        msaa,
     })
     .insert_resource(crate::viewer::SceneSource {
         // A recording is reproducible: no reload while it runs.
