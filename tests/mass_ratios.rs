@@ -146,8 +146,9 @@ fn boxes_from_a_gram_to_1e8_kg_stacked_rest() {
 }
 
 /// A box 1e11 times heavier than the box it rests on (issue 15, item 2;
-/// ignored as open until the eleventh session, its history below). The light box's contacts have the Delassus block
-/// [[a, −a], [−a, a + 1/m_heavy]] (a = 1/m_light), whose condition number is
+/// ignored as open until the eleventh session, its history below). The
+/// light box's contacts have the Delassus block [[a, −a], [−a, a +
+/// 1/m_heavy]] (a = 1/m_light), whose condition number is
 /// the mass ratio; no diagonal scaling changes it (rows and columns stay
 /// nearly parallel whatever their scales). Lemke now solves the first LCPs
 /// of 1 kg under 1e6 kg where its own checks were the obstacle (the two

@@ -74,8 +74,8 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
 /// ([`ContactLcp::polish`]) when the velocities it gives are sums of terms
 /// more than `settings.polish_cancellation` times the velocity scale (a
 /// light body under a heavy one); see [`refine`] for when the refinement
-/// replaces Lemke's (z, w) and for the `starts` of its repair. Returns the refined velocity change (flat) to
-/// use instead of W J z.
+/// replaces Lemke's (z, w) and for the `starts` of its repair. Returns the
+/// refined velocity change (flat) to use instead of W J z.
 fn polish(
     lcp: &ContactLcp<'_>,
     rhs: &DVector<f64>,
