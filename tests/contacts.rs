@@ -5,7 +5,7 @@
 //! identity keep the pivots of a resting pile small.
 
 use contactlab::geometry::Shape;
-use contactlab::model::rigid::{candidate_pairs, world_box};
+use contactlab::model::rigid::{SweepSpace, candidate_pairs, candidate_pairs_into, world_box};
 use contactlab::model::{Dimension, Model};
 use contactlab::scene;
 use contactlab::sim::Simulation;
@@ -94,6 +94,60 @@ fn the_broad_phase_finds_exactly_the_overlapping_pairs() {
         }
         assert!(found.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
     }
+}
+
+/// Grains in a tall column with a few walls and floors among them, as in a
+/// silo: the sweep in rows across its axis finds exactly the pairs whose
+/// boxes come within the margin on every axis, each once, sorted.
+#[test]
+fn the_broad_phase_in_rows_finds_exactly_the_overlapping_boxes() {
+    let mut rng = StdRng::seed_from_u64(31);
+    let mut space = SweepSpace::default();
+    let mut found = Vec::new();
+    let mut touching = 0;
+    for case in 0..120 {
+        let n = rng.random_range(2..600);
+        let dimension = if case % 3 == 0 {
+            Dimension::Planar
+        } else {
+            Dimension::Spatial
+        };
+        let margin = rng.random_range(0.0..0.02);
+        let grain = rng.random_range(0.002..0.03);
+        // A column: narrow across, tall along a random axis.
+        let tall = rng.random_range(0..if dimension == Dimension::Planar { 2 } else { 3 });
+        let walls = rng.random_range(0..=n / 6);
+        let boxes: Vec<(Vector3<f64>, Vector3<f64>)> = (0..n)
+            .map(|i| {
+                let mut c = Vector3::from_fn(|_, _| rng.random_range(-0.15..0.15));
+                c[tall] *= 10.0;
+                let mut h = Vector3::from_fn(|_, _| grain * rng.random_range(0.6..1.2));
+                if i < walls {
+                    // A wall or floor: long on one or two axes.
+                    h[rng.random_range(0..3)] = rng.random_range(0.1..2.0);
+                    h[rng.random_range(0..3)] = rng.random_range(0.1..2.0);
+                }
+                if dimension == Dimension::Planar {
+                    c.z = 0.0;
+                }
+                (c, h)
+            })
+            .collect();
+        candidate_pairs_into(&boxes, margin, dimension, &mut space, &mut found);
+        let axes = if dimension == Dimension::Planar { 2 } else { 3 };
+        let mut expected = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                let ((ci, hi), (cj, hj)) = (boxes[i], boxes[j]);
+                if (0..axes).all(|x| (ci[x] - cj[x]).abs() <= hi[x] + hj[x] + margin) {
+                    expected.push((i, j));
+                }
+            }
+        }
+        touching += expected.len();
+        assert_eq!(found, expected, "case {case}: n = {n}, {walls} walls");
+    }
+    assert!(touching > 10_000, "the columns are dense: {touching} pairs");
 }
 
 /// The broad phase's world box of a turned box or capsule holds every point

@@ -8,16 +8,15 @@ use crate::geometry::PairContact;
 use nalgebra::Vector3;
 
 /// The broad phase's work space: world-aligned bounding boxes (centre, half
-/// extents in m), the candidate body pairs and their order along the sweep
-/// axis.
+/// extents in m), the candidate body pairs and the sweep's work space.
 #[derive(Debug, Clone, Default)]
 pub struct BroadPhase {
     /// Bounding box of each body ([`super::rigid::world_box`]).
     pub boxes: Vec<(Vector3<f64>, Vector3<f64>)>,
     /// Body pairs (i < j) whose boxes overlap within the margin.
     pub pairs: Vec<(usize, usize)>,
-    /// Bodies sorted along the sweep axis, with their boxes' lower ends.
-    pub order: Vec<(f64, usize)>,
+    /// The sweep's work space ([`super::rigid::candidate_pairs_into`]).
+    pub sweep: super::rigid::SweepSpace,
     /// The narrow phase's points of one pair.
     pub points: Vec<PairContact>,
 }

@@ -733,7 +733,7 @@ impl RigidSystem {
             &broad.boxes,
             margin,
             self.dimension,
-            &mut broad.order,
+            &mut broad.sweep,
             &mut broad.pairs,
         );
         for &(i, j) in &broad.pairs {
@@ -939,18 +939,57 @@ pub fn candidate_pairs(
         .map(|&(c, r)| (c, Vector3::repeat(r)))
         .collect();
     let mut pairs = Vec::new();
-    candidate_pairs_into(&boxes, margin, dimension, &mut Vec::new(), &mut pairs);
+    candidate_pairs_into(
+        &boxes,
+        margin,
+        dimension,
+        &mut SweepSpace::default(),
+        &mut pairs,
+    );
     pairs
+}
+
+/// The broad phase's work space, kept between searches.
+#[derive(Debug, Clone, Default)]
+pub struct SweepSpace {
+    /// Bodies sorted along the sweep axis, with their boxes' lower ends
+    /// (the plain sweep).
+    order: Vec<(f64, usize)>,
+    /// Each small body's row (its cells across the sweep axis), its box's
+    /// lower end along the axis and its index, sorted.
+    cells: Vec<(i64, i64, f64, usize)>,
+    /// The rows: cell indices and their range in `cells`.
+    rows: Vec<(i64, i64, usize, usize)>,
+    /// Bodies too large for a row, tested against every other.
+    large: Vec<usize>,
+    /// Whether each body is in `large`.
+    is_large: Vec<bool>,
+    /// Half extents across the sweep axis, for the median.
+    extents: Vec<f64>,
 }
 
 /// The broad phase on world-aligned boxes (centre, half extents, m): the
 /// pairs (i, j), i < j, whose boxes come within `margin` of each other on
-/// every axis, into `pairs` (replaced, sorted), with `order` as work space.
+/// every axis, into `pairs` (replaced, sorted), with `space` as work space.
+///
+/// Sweep and prune along the axis of largest spread, in rows: the plane
+/// across that axis is cut into square cells as wide as the widest small
+/// box plus the margin, every small box goes to the row (column of cells
+/// along the axis) of its centre, and each row is swept against itself and
+/// its four neighbours ahead, two sorted lists at a time. Two boxes that
+/// come within the margin across the axis have centres at most a cell
+/// apart, so every pair is found once. A box more than twice the
+/// median's extent across the axis (a silo's wall, a table) is tested
+/// against every other. A sweep along one axis alone visits every body in
+/// a slab as wide as a grain: the 5,000-grain silo's column has a few
+/// hundred grains in each, and the sweep took 4 ms of a 57 ms step. When
+/// more than a quarter of the boxes are large (a pile of mixed bodies), or
+/// there are few, the plain sweep along the axis is used.
 pub fn candidate_pairs_into(
     boxes: &[(Vector3<f64>, Vector3<f64>)],
     margin: f64,
     dimension: Dimension,
-    order: &mut Vec<(f64, usize)>,
+    space: &mut SweepSpace,
     pairs: &mut Vec<(usize, usize)>,
 ) {
     pairs.clear();
@@ -973,6 +1012,137 @@ pub fn candidate_pairs_into(
         .max_by(|&a, &b| spread[a].total_cmp(&spread[b]))
         .unwrap_or(0);
     let pad = 0.5 * margin.max(0.0);
+    let apart = |a: usize, b: usize| {
+        let ((ca, ha), (cb, hb)) = (boxes[a], boxes[b]);
+        (0..axes).any(|x| (ca[x] - cb[x]).abs() > ha[x] + hb[x] + 2.0 * pad)
+    };
+    // Across the axis: one other axis in the plane, two in space.
+    let across = [(axis + 1) % axes, (axis + 2) % axes];
+    let across = &across[..axes - 1];
+    let extent = |i: usize| across.iter().fold(0.0_f64, |m, &x| m.max(boxes[i].1[x]));
+    space.extents.clear();
+    space.extents.extend((0..n).map(extent));
+    let middle = n / 2;
+    let median = *space
+        .extents
+        .select_nth_unstable_by(middle, f64::total_cmp)
+        .1;
+    let limit = 2.0 * median;
+    // Non-finite boxes are large too: tested against every other, they are
+    // left to the narrow phase, which rejects them.
+    let small = |i: usize| {
+        let (c, h) = boxes[i];
+        extent(i) <= limit && c.iter().chain(h.iter()).all(|x| x.is_finite())
+    };
+    space.is_large.clear();
+    space.is_large.extend((0..n).map(|i| !small(i)));
+    space.large.clear();
+    space.large.extend((0..n).filter(|&i| space.is_large[i]));
+    let widest = (0..n)
+        .filter(|&i| small(i))
+        .fold(0.0_f64, |m, i| m.max(extent(i)));
+    let cell = 2.0 * (widest + pad);
+    if n < 8 || 4 * space.large.len() > n || !(cell > 0.0 && cell.is_finite()) {
+        sweep_along(boxes, axis, pad, &apart, &mut space.order, pairs);
+        pairs.sort_unstable();
+        return;
+    }
+    let index = |x: f64| (x / cell).floor() as i64;
+    space.cells.clear();
+    space.cells.extend((0..n).filter(|&i| small(i)).map(|i| {
+        let (c, h) = boxes[i];
+        let second = across.get(1).map_or(0, |&x| index(c[x]));
+        (index(c[across[0]]), second, c[axis] - h[axis] - pad, i)
+    }));
+    space.cells.sort_unstable_by(|a, b| {
+        (a.0, a.1)
+            .cmp(&(b.0, b.1))
+            .then(a.2.total_cmp(&b.2))
+            .then(a.3.cmp(&b.3))
+    });
+    space.rows.clear();
+    let mut start = 0;
+    for k in 1..=space.cells.len() {
+        let (r, s) = (space.cells[start].0, space.cells[start].1);
+        if k == space.cells.len() || (space.cells[k].0, space.cells[k].1) != (r, s) {
+            space.rows.push((r, s, start, k));
+            start = k;
+        }
+    }
+    let cells = &space.cells;
+    let hi = |k: usize| {
+        let (c, h) = boxes[cells[k].3];
+        c[axis] + h[axis] + pad
+    };
+    for &(r, s, start, end) in &space.rows {
+        // Within the row.
+        for a in start..end {
+            let top = hi(a);
+            for b in a + 1..end {
+                if cells[b].2 > top {
+                    break;
+                }
+                let (i, j) = (cells[a].3, cells[b].3);
+                if !apart(i, j) {
+                    pairs.push((i.min(j), i.max(j)));
+                }
+            }
+        }
+        // With the neighbours ahead: each pair of neighbouring rows once.
+        for (dr, ds) in [(0, 1), (1, -1), (1, 0), (1, 1)] {
+            let key = (r + dr, s + ds);
+            let Ok(at) = space.rows.binary_search_by(|row| (row.0, row.1).cmp(&key)) else {
+                continue;
+            };
+            let (_, _, other, other_end) = space.rows[at];
+            // Two lists sorted by their lower ends: whichever starts first
+            // meets the other's boxes that start before it ends.
+            let (mut a, mut b) = (start, other);
+            while a < end && b < other_end {
+                let (first, rest, rest_end) = if cells[a].2 <= cells[b].2 {
+                    a += 1;
+                    (a - 1, b, other_end)
+                } else {
+                    b += 1;
+                    (b - 1, a, end)
+                };
+                let top = hi(first);
+                for k in rest..rest_end {
+                    if cells[k].2 > top {
+                        break;
+                    }
+                    let (i, j) = (cells[first].3, cells[k].3);
+                    if !apart(i, j) {
+                        pairs.push((i.min(j), i.max(j)));
+                    }
+                }
+            }
+        }
+    }
+    for &i in &space.large {
+        for j in 0..n {
+            // Large with large once, at the first of the two.
+            if j == i || (space.is_large[j] && j < i) {
+                continue;
+            }
+            if !apart(i, j) {
+                pairs.push((i.min(j), i.max(j)));
+            }
+        }
+    }
+    pairs.sort_unstable();
+}
+
+/// The plain sweep and prune along `axis`: every pair whose boxes overlap
+/// there within 2 `pad` is tested on every axis.
+fn sweep_along(
+    boxes: &[(Vector3<f64>, Vector3<f64>)],
+    axis: usize,
+    pad: f64,
+    apart: &impl Fn(usize, usize) -> bool,
+    order: &mut Vec<(f64, usize)>,
+    pairs: &mut Vec<(usize, usize)>,
+) {
     order.clear();
     order.extend(
         boxes
@@ -988,16 +1158,13 @@ pub fn candidate_pairs_into(
             if lo > hi {
                 break;
             }
-            let (cb, hb) = boxes[b];
-            let apart = (0..axes).any(|x| (ca[x] - cb[x]).abs() > ha[x] + hb[x] + 2.0 * pad);
             // Non-finite positions never pass the test; they are left to
             // the narrow phase, which rejects them.
-            if !apart {
+            if !apart(a, b) {
                 pairs.push((a.min(b), a.max(b)));
             }
         }
     }
-    pairs.sort_unstable();
 }
 
 /// A body's world-aligned bounding box (centre, half extents), m: a box's
