@@ -983,8 +983,9 @@ pub struct SweepSpace {
 /// against every other. A sweep along one axis alone visits every body in
 /// a slab as wide as a grain: the 5,000-grain silo's column has a few
 /// hundred grains in each, and the sweep took 4 ms of a 57 ms step. When
-/// more than a quarter of the boxes are large (a pile of mixed bodies), or
-/// there are few, the plain sweep along the axis is used.
+/// more than a quarter of the boxes are large (a pile of mixed bodies) or
+/// more than [`MOST_LARGE`], or there are few boxes, the plain sweep along
+/// the axis is used.
 pub fn candidate_pairs_into(
     boxes: &[(Vector3<f64>, Vector3<f64>)],
     margin: f64,
@@ -1042,7 +1043,8 @@ pub fn candidate_pairs_into(
         .filter(|&i| small(i))
         .fold(0.0_f64, |m, i| m.max(extent(i)));
     let cell = 2.0 * (widest + pad);
-    if n < 8 || 4 * space.large.len() > n || !(cell > 0.0 && cell.is_finite()) {
+    let large = space.large.len();
+    if n < 8 || large > MOST_LARGE.min(n / 4) || !(cell > 0.0 && cell.is_finite()) {
         sweep_along(boxes, axis, pad, &apart, &mut space.order, pairs);
         pairs.sort_unstable();
         return;
@@ -1132,6 +1134,10 @@ pub fn candidate_pairs_into(
     }
     pairs.sort_unstable();
 }
+
+/// The most large boxes [`candidate_pairs_into`] tests against every body
+/// (each costs a pass over all of them); with more, the plain sweep.
+const MOST_LARGE: usize = 64;
 
 /// The plain sweep and prune along `axis`: every pair whose boxes overlap
 /// there within 2 `pad` is tested on every axis.
