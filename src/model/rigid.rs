@@ -1040,7 +1040,7 @@ pub fn candidate_pairs_into(
     space.large.clear();
     space.large.extend((0..n).filter(|&i| space.is_large[i]));
     let widest = (0..n)
-        .filter(|&i| small(i))
+        .filter(|&i| !space.is_large[i])
         .fold(0.0_f64, |m, i| m.max(extent(i)));
     let cell = 2.0 * (widest + pad);
     let large = space.large.len();
@@ -1051,11 +1051,13 @@ pub fn candidate_pairs_into(
     }
     let index = |x: f64| (x / cell).floor() as i64;
     space.cells.clear();
-    space.cells.extend((0..n).filter(|&i| small(i)).map(|i| {
-        let (c, h) = boxes[i];
-        let second = across.get(1).map_or(0, |&x| index(c[x]));
-        (index(c[across[0]]), second, c[axis] - h[axis] - pad, i)
-    }));
+    space
+        .cells
+        .extend((0..n).filter(|&i| !space.is_large[i]).map(|i| {
+            let (c, h) = boxes[i];
+            let second = across.get(1).map_or(0, |&x| index(c[x]));
+            (index(c[across[0]]), second, c[axis] - h[axis] - pad, i)
+        }));
     space.cells.sort_unstable_by(|a, b| {
         (a.0, a.1)
             .cmp(&(b.0, b.1))
@@ -1072,23 +1074,17 @@ pub fn candidate_pairs_into(
         }
     }
     let cells = &space.cells;
-    let hi = |k: usize| {
+    // Cell k's box against the boxes of cells `ahead` (sorted by their
+    // lower ends) that start before it ends.
+    let mut meet = |k: usize, ahead: std::ops::Range<usize>| {
         let (c, h) = boxes[cells[k].3];
-        c[axis] + h[axis] + pad
+        let lows = cells[ahead].iter().map(|&(_, _, lo, b)| (lo, b));
+        meet_ahead(cells[k].3, c[axis] + h[axis] + pad, lows, &apart, pairs);
     };
     for &(r, s, start, end) in &space.rows {
         // Within the row.
         for a in start..end {
-            let top = hi(a);
-            for b in a + 1..end {
-                if cells[b].2 > top {
-                    break;
-                }
-                let (i, j) = (cells[a].3, cells[b].3);
-                if !apart(i, j) {
-                    pairs.push((i.min(j), i.max(j)));
-                }
-            }
+            meet(a, a + 1..end);
         }
         // With the neighbours ahead: each pair of neighbouring rows once.
         for (dr, ds) in [(0, 1), (1, -1), (1, 0), (1, 1)] {
@@ -1101,22 +1097,12 @@ pub fn candidate_pairs_into(
             // meets the other's boxes that start before it ends.
             let (mut a, mut b) = (start, other);
             while a < end && b < other_end {
-                let (first, rest, rest_end) = if cells[a].2 <= cells[b].2 {
+                if cells[a].2 <= cells[b].2 {
+                    meet(a, b..other_end);
                     a += 1;
-                    (a - 1, b, other_end)
                 } else {
+                    meet(b, a..end);
                     b += 1;
-                    (b - 1, a, end)
-                };
-                let top = hi(first);
-                for k in rest..rest_end {
-                    if cells[k].2 > top {
-                        break;
-                    }
-                    let (i, j) = (cells[first].3, cells[k].3);
-                    if !apart(i, j) {
-                        pairs.push((i.min(j), i.max(j)));
-                    }
                 }
             }
         }
@@ -1159,16 +1145,34 @@ fn sweep_along(
     order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for (k, &(_, a)) in order.iter().enumerate() {
         let (ca, ha) = boxes[a];
-        let hi = ca[axis] + ha[axis] + pad;
-        for &(lo, b) in &order[k + 1..] {
-            if lo > hi {
-                break;
-            }
-            // Non-finite positions never pass the test; they are left to
-            // the narrow phase, which rejects them.
-            if !apart(a, b) {
-                pairs.push((a.min(b), a.max(b)));
-            }
+        // Non-finite positions never pass the test; they are left to the
+        // narrow phase, which rejects them.
+        meet_ahead(
+            a,
+            ca[axis] + ha[axis] + pad,
+            order[k + 1..].iter().copied(),
+            apart,
+            pairs,
+        );
+    }
+}
+
+/// Body `a`, whose box ends at `top` along the sweep axis, against the
+/// bodies `ahead` (lower ends along the axis, ascending): those that start
+/// before `top` and are not `apart` from it join `pairs`.
+fn meet_ahead(
+    a: usize,
+    top: f64,
+    ahead: impl Iterator<Item = (f64, usize)>,
+    apart: &impl Fn(usize, usize) -> bool,
+    pairs: &mut Vec<(usize, usize)>,
+) {
+    for (lo, b) in ahead {
+        if lo > top {
+            break;
+        }
+        if !apart(a, b) {
+            pairs.push((a.min(b), a.max(b)));
         }
     }
 }
