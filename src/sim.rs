@@ -19,7 +19,7 @@ use crate::model::{Model, Perturbation, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::magnitude;
 use crate::scene::{BodySpec, Scene};
-use crate::stepper::{StepReport, Stepper, StepperMemory};
+use crate::stepper::{StepReport, StepSettings, Stepper, StepperMemory};
 use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
@@ -245,6 +245,12 @@ impl Simulation {
     /// starts cold, as from a scene file).
     pub fn clear_caches(&mut self) {
         self.stepper.clear();
+    }
+
+    /// The stepper's tolerances and limits, the defaults unless changed
+    /// here ([`StepSettings`]).
+    pub fn step_settings_mut(&mut self) -> &mut StepSettings {
+        &mut self.stepper.settings
     }
 
     /// What the stepper remembers between steps.

@@ -170,6 +170,37 @@ fn granular_reruns_are_identical_bit_for_bit() {
     assert_eq!(bits(&a), bits(&b));
 }
 
+/// NSGS sweeps a problem of at least 512 contacts in two halves of space,
+/// on two threads (`StepSettings::threads`); one thread sweeps the same
+/// order, so the two give the same bits. The shipped silo's grains fall
+/// into their bin for 0.2 s; from t = 0.23 s more than 512 contacts carry
+/// impulse (asserted, so that the split sweeps are the ones compared).
+#[test]
+fn two_threads_and_one_give_the_same_bits() {
+    let scene = scene::load(&common::project_dir().join("scenes/silo.ron"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut poured = Simulation::new(scene);
+    poured.step_settings_mut().threads = 1;
+    run(&mut poured, 0.225, |_, _| {});
+    let mut runs = Vec::new();
+    for threads in [1, 2] {
+        let mut sim = poured.clone();
+        sim.step_settings_mut().threads = threads;
+        let mut loaded = usize::MAX;
+        run(&mut sim, 0.03, |_, report| {
+            let carrying = report
+                .contacts
+                .iter()
+                .filter(|c| c.normal_impulse > 0.0)
+                .count();
+            loaded = loaded.min(carrying);
+        });
+        assert!(loaded >= 512, "only {loaded} contacts carry impulse");
+        runs.push(bits(&sim));
+    }
+    assert!(runs[0] == runs[1], "one thread and two differ");
+}
+
 /// A ball of radius 0.1 m on a plane inclined by α about y, in space.
 fn ball_on_incline(alpha: f64, mu: f64, cone: FrictionCone, stepper: StepperKind) -> Scene {
     let (s, c) = alpha.sin_cos();

@@ -151,7 +151,7 @@ impl Stepper {
             self.memory = StepperMemory::cold(params.stepper);
         }
         let memory = &mut self.memory;
-        memory.solver.begin_step(params);
+        memory.solver.begin_step(params, &self.settings);
         memory.solver.keep_lcp = self.keep_lcp;
         if self.workspace.try_lock().is_err() {
             // Held by a clone stepping elsewhere (or left poisoned).

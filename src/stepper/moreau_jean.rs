@@ -451,7 +451,7 @@ mod tests {
         let mut parts = Detached::default();
         let (mut checked, mut joined) = (0, 0);
         for _ in 0..80 {
-            parts.solver.begin_step(params);
+            parts.solver.begin_step(params, &settings);
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
             let mut step = parts.step(model, params, &state, &settings);

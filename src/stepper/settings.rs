@@ -111,6 +111,11 @@ pub struct StepSettings {
     /// The projection stops when every constraint value is below this,
     /// times max(L, 1 m).
     pub projection_tolerance: f64,
+    /// Threads NSGS's sweeps may use on the circular cone: 2 sweeps a large
+    /// problem's two halves of space at once (`stepper::nsgs`, its
+    /// `Halves`), 1 sweeps them one after the other. Either gives the same
+    /// result, bit for bit; on a one-core machine 2 acts as 1.
+    pub threads: usize,
 }
 
 impl Default for StepSettings {
@@ -137,6 +142,7 @@ impl Default for StepSettings {
             max_collisions: 8,
             projection_iterations: 20,
             projection_tolerance: 1e-13,
+            threads: 2,
         }
     }
 }

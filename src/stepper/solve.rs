@@ -612,12 +612,13 @@ impl ContactSolver {
 
     /// Takes the solver of the coming step from `params` (Lemke, or NSGS
     /// with its tolerance and sweep limit) and zeroes its sweep count.
-    pub fn begin_step(&mut self, params: &Params) {
+    pub fn begin_step(&mut self, params: &Params, settings: &StepSettings) {
         self.nsgs = (params.solver == SolverKind::Nsgs).then_some(NsgsLimits {
             tolerance: params.tolerance,
             max_sweeps: params.max_iterations,
             circular: params.cone() == FrictionCone::Circular,
             acceleration: super::nsgs::DEFAULT_ACCELERATION,
+            threads: settings.threads,
         });
         self.sweeps = 0;
     }
