@@ -328,6 +328,21 @@ pub struct Overrides {
     /// NSGS's friction law in space (circular, pyramid); default circular.
     #[arg(long = "cone")]
     pub friction_cone: Option<String>,
+    /// NSGS: threads its sweeps may use, 1 or 2 [default: 2]. The result is
+    /// the same bit for bit; 1 leaves the second core to the rest (the
+    /// viewer's drawing, another run).
+    #[arg(long, allow_hyphen_values = true)]
+    pub threads: Option<usize>,
+}
+
+impl Overrides {
+    /// Writes the flags that are not parameters (`--threads`) into the
+    /// stepper's settings.
+    pub fn apply_settings(&self, settings: &mut crate::stepper::StepSettings) {
+        if let Some(n) = self.threads {
+            settings.threads = n;
+        }
+    }
 }
 
 impl Params {
@@ -545,9 +560,18 @@ impl Params {
                 .parse::<SolverKind>()
                 .map_err(|e| ParamError::new("solver", e))?;
         }
+        if let Some(n) = o.threads
+            && !(1..=2).contains(&n)
+        {
+            return Err(ParamError::new(
+                "threads",
+                format!("{n}: must be 1 or 2 (the sweeps split in two halves)"),
+            ));
+        }
         for (field, given) in [
             ("tolerance", o.tolerance.is_some()),
             ("max_iterations", o.max_iterations.is_some()),
+            ("threads", o.threads.is_some()),
         ] {
             if given && p.solver != SolverKind::Nsgs {
                 return Err(ParamError::new(

@@ -247,6 +247,11 @@ impl Simulation {
         self.stepper.clear();
     }
 
+    /// The stepper's tolerances and limits ([`StepSettings`]).
+    pub fn step_settings(&self) -> &StepSettings {
+        &self.stepper.settings
+    }
+
     /// The stepper's tolerances and limits, the defaults unless changed
     /// here ([`StepSettings`]).
     pub fn step_settings_mut(&mut self) -> &mut StepSettings {

@@ -271,6 +271,24 @@ fn the_solver_flags_are_checked() {
         },
         "tolerance",
     );
+    // The sweeps' second thread is NSGS's, and there are two halves.
+    refused(
+        Overrides {
+            threads: Some(2),
+            ..Overrides::default()
+        },
+        "threads",
+    );
+    for threads in [0, 3] {
+        refused(
+            Overrides {
+                solver: Some("nsgs".into()),
+                threads: Some(threads),
+                ..Overrides::default()
+            },
+            "threads",
+        );
+    }
     // The circular cone is NSGS's: Lemke solves (29) on the pyramid.
     refused(
         Overrides {

@@ -44,6 +44,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     // thousands of bodies): the bar shows after a second whatever happens.
     let progress = Progress::start(total);
     let mut sim = Simulation::with_params(scene, params);
+    args.overrides.apply_settings(sim.step_settings_mut());
     if let Some(path) = &args.state {
         crate::sim::snapshot::load_into(&mut sim, path).map_err(|e| e.to_string())?;
     }

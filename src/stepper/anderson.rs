@@ -57,7 +57,7 @@ impl Anderson {
     /// safeguarded for a nonsmooth G (module documentation).
     pub fn new(memory: usize) -> Self {
         Self {
-            memory,
+            memory: memory.min(MAX_MEMORY),
             ..Self::default()
         }
     }
@@ -90,35 +90,150 @@ impl Anderson {
     /// when that is `g` itself (no history yet, a restart, a pause or a
     /// degenerate least squares).
     pub fn next(&mut self, x: &mut [f64], g: &[f64]) -> bool {
+        let plan = self.plan();
+        let sums = {
+            let [mut piece, ..] = self.pieces(x, g, [x.len(); 2]);
+            piece.first_pass(&plan)
+        };
+        let step = self.decide(&plan, sums);
+        let [mut piece, ..] = self.pieces(x, g, [x.len(); 2]);
+        piece.second_pass(&step);
+        step.mixes()
+    }
+
+    /// What the coming iterate does before its residual is known: the slot
+    /// its column of differences goes to, if any, and the other columns.
+    pub fn plan(&self) -> Plan {
+        let m = self.memory;
+        let mut plan = Plan {
+            slot: None,
+            others: [0; MAX_MEMORY],
+            other_count: 0,
+        };
+        if m == 0 || self.last_norm.is_none() {
+            return plan;
+        }
+        let (slot, count, oldest) = if self.count < m {
+            ((self.oldest + self.count) % m, self.count + 1, self.oldest)
+        } else {
+            (self.oldest, m, (self.oldest + 1) % m)
+        };
+        plan.slot = Some(slot);
+        for s in (0..count).map(|i| (oldest + i) % m) {
+            if s != slot {
+                plan.others[plan.other_count] = s;
+                plan.other_count += 1;
+            }
+        }
+        plan
+    }
+
+    /// The iterate `x` and `g` = G(x) cut at `cuts` into three pieces, each
+    /// with the history's entries of the same range, for
+    /// [`Piece::first_pass`] and [`Piece::second_pass`] (on any threads:
+    /// the pieces are disjoint).
+    pub fn pieces<'a>(
+        &'a mut self,
+        x: &'a mut [f64],
+        g: &'a [f64],
+        cuts: [usize; 2],
+    ) -> [Piece<'a>; 3] {
         assert!(
             x.len() == self.len && g.len() == self.len,
-            "Anderson::next: vectors of {} and {} entries after reset({})",
+            "Anderson: vectors of {} and {} entries after reset({})",
             x.len(),
             g.len(),
             self.len
         );
-        // f = g − x, kept in x until the next iterate is written there.
-        let mut norm = 0.0;
-        for (xi, gi) in x.iter_mut().zip(g) {
-            *xi = gi - *xi;
-            norm += *xi * *xi;
-        }
-        let f = x;
+        let n = self.len;
+        let [a, b] = [cuts[0].min(n), cuts[1].clamp(cuts[0].min(n), n)];
+        let three = |v: &'a mut [f64]| {
+            let (ab, c) = v.split_at_mut(b);
+            let (a, b) = ab.split_at_mut(a);
+            [a, b, c]
+        };
+        let columns = |data: &'a mut [f64]| {
+            let mut out: [Vec<&'a mut [f64]>; 3] = Default::default();
+            if n > 0 {
+                for column in data.chunks_exact_mut(n) {
+                    for (o, piece) in out.iter_mut().zip(three(column)) {
+                        o.push(piece);
+                    }
+                }
+            }
+            out
+        };
+        let [xa, xb, xc] = three(x);
+        let (gab, gc) = g.split_at(b);
+        let (ga, gb) = gab.split_at(a);
+        let [fa, fb, fc] = three(&mut self.last_f);
+        let [la, lb, lc] = three(&mut self.last_g);
+        let [dfa, dfb, dfc] = columns(&mut self.df);
+        let [dga, dgb, dgc] = columns(&mut self.dg);
+        [
+            Piece {
+                x: xa,
+                g: ga,
+                last_f: fa,
+                last_g: la,
+                df: dfa,
+                dg: dga,
+            },
+            Piece {
+                x: xb,
+                g: gb,
+                last_f: fb,
+                last_g: lb,
+                df: dfb,
+                dg: dgb,
+            },
+            Piece {
+                x: xc,
+                g: gc,
+                last_f: fc,
+                last_g: lc,
+                df: dfc,
+                dg: dgc,
+            },
+        ]
+    }
+
+    /// After the first pass over every piece, with their [`Sums`] added up
+    /// (in a fixed order): the safeguards, the new column's row of the
+    /// Gram matrix, and the combination, if any.
+    pub fn decide(&mut self, plan: &Plan, sums: Sums) -> Step {
+        let m = self.memory;
+        let norm = sums.norm;
         let restart = self.restarts(norm);
-        if self.memory == 0 || restart || !norm.is_finite() || self.last_norm.is_none() {
+        let first = self.last_norm.is_none();
+        self.last_norm = Some(norm);
+        let plain = Step {
+            gamma: [0.0; MAX_MEMORY],
+            slots: [0; MAX_MEMORY],
+            count: 0,
+            mixes: false,
+        };
+        let Some(slot) = plan
+            .slot
+            .filter(|_| m > 0 && !restart && norm.is_finite() && !first)
+        else {
             self.count = 0;
             self.oldest = 0;
-            self.remember(f, g, norm);
-            f.copy_from_slice(g);
-            return false;
+            return plain;
+        };
+        if self.count < m {
+            self.count += 1;
+        } else {
+            self.oldest = (self.oldest + 1) % m;
         }
-        self.push(f, g);
-        self.remember(f, g, norm);
-        let mixed = self.mix(f, g);
-        if !mixed {
-            f.copy_from_slice(g);
+        for (&s, &value) in plan.others[..plan.other_count].iter().zip(&sums.dots) {
+            self.gram[s * m + slot] = value;
+            self.gram[slot * m + s] = value;
+            self.rhs[s] += value;
         }
-        mixed
+        self.gram[slot * m + slot] = sums.square;
+        self.rhs[slot] = sums.with_f;
+        self.mix().unwrap_or(plain)
     }
 
     /// The safeguards at an iterate with ‖f‖² = `norm`: whether the history
@@ -160,94 +275,174 @@ impl Anderson {
         40 * self.memory.max(1)
     }
 
-    /// Appends the column (f − last f, g − last g), evicting the oldest
-    /// when the memory is full, and its row of the Gram matrix.
-    fn push(&mut self, f: &[f64], g: &[f64]) {
-        let (m, n) = (self.memory, self.len);
-        let slot = if self.count < m {
-            let s = (self.oldest + self.count) % m;
-            self.count += 1;
-            s
-        } else {
-            let s = self.oldest;
-            self.oldest = (self.oldest + 1) % m;
-            s
-        };
-        let at = slot * n;
-        let (mut square, mut with_f) = (0.0, 0.0);
-        for i in 0..n {
-            let d = f[i] - self.last_f[i];
-            self.df[at + i] = d;
-            self.dg[at + i] = g[i] - self.last_g[i];
-            square += d * d;
-            with_f += d * f[i];
-        }
-        for s in self.slots() {
-            if s == slot {
-                continue;
-            }
-            let value = dot(&self.df[s * n..(s + 1) * n], &self.df[at..at + n]);
-            self.gram[s * m + slot] = value;
-            self.gram[slot * m + s] = value;
-            self.rhs[s] += value;
-        }
-        self.gram[slot * m + slot] = square;
-        self.rhs[slot] = with_f;
-    }
-
     /// The slots in use, oldest first.
     fn slots(&self) -> impl Iterator<Item = usize> + use<> {
         let (m, oldest) = (self.memory, self.oldest);
         (0..self.count).map(move |i| (oldest + i) % m)
     }
 
-    /// Writes G(x) − ΔG γ into `out` when the normal equations have a
-    /// finite solution.
-    fn mix(&self, out: &mut [f64], g: &[f64]) -> bool {
-        let (m, n, c) = (self.memory, self.len, self.count);
-        let slots: Vec<usize> = self.slots().collect();
+    /// γ of the combination G(x) − ΔG γ, when the normal equations have
+    /// a finite solution.
+    fn mix(&self) -> Option<Step> {
+        let (m, c) = (self.memory, self.count);
+        let mut slots = [0; MAX_MEMORY];
+        for (i, s) in self.slots().enumerate() {
+            slots[i] = s;
+        }
         let mut a = nalgebra::DMatrix::<f64>::zeros(c, c);
         let mut b = nalgebra::DVector::<f64>::zeros(c);
         let mut scale: f64 = 0.0;
-        for (i, &si) in slots.iter().enumerate() {
-            for (j, &sj) in slots.iter().enumerate() {
+        for (i, &si) in slots[..c].iter().enumerate() {
+            for (j, &sj) in slots[..c].iter().enumerate() {
                 a[(i, j)] = self.gram[si * m + sj];
             }
             scale = scale.max(a[(i, i)]);
             b[i] = self.rhs[si];
         }
         if !(scale > 0.0 && scale.is_finite()) {
-            return false;
+            return None;
         }
         for i in 0..c {
             a[(i, i)] += 1e-12 * scale;
         }
-        let Some(gamma) = a.cholesky().map(|ch| ch.solve(&b)) else {
-            return false;
-        };
+        let gamma = a.cholesky().map(|ch| ch.solve(&b))?;
         if !gamma.iter().all(|v| v.is_finite()) {
-            return false;
+            return None;
         }
-        out.copy_from_slice(g);
-        for (i, &si) in slots.iter().enumerate() {
-            let column = &self.dg[si * n..(si + 1) * n];
-            for (o, d) in out.iter_mut().zip(column) {
-                *o -= gamma[i] * d;
-            }
-        }
-        true
-    }
-
-    /// Keeps f and g as the last iterate's.
-    fn remember(&mut self, f: &[f64], g: &[f64], norm: f64) {
-        self.last_f.copy_from_slice(f);
-        self.last_g.copy_from_slice(g);
-        self.last_norm = Some(norm);
+        let mut step = Step {
+            gamma: [0.0; MAX_MEMORY],
+            slots,
+            count: c,
+            mixes: true,
+        };
+        step.gamma[..c].copy_from_slice(gamma.as_slice());
+        Some(step)
     }
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// The most past differences combined.
+pub const MAX_MEMORY: usize = 16;
+
+/// [`Anderson::plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    slot: Option<usize>,
+    others: [usize; MAX_MEMORY],
+    other_count: usize,
+}
+
+/// What [`Piece::first_pass`] sums over its entries: ‖f‖², the new
+/// column's ‖Δf‖² and Δfᵀf, and its products with the other columns (in
+/// [`Plan`]'s order).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sums {
+    pub norm: f64,
+    pub square: f64,
+    pub with_f: f64,
+    pub dots: [f64; MAX_MEMORY],
+}
+
+impl std::ops::Add for Sums {
+    type Output = Self;
+    fn add(self, other: Self) -> Self {
+        let mut dots = self.dots;
+        for (d, o) in dots.iter_mut().zip(other.dots) {
+            *d += o;
+        }
+        Self {
+            norm: self.norm + other.norm,
+            square: self.square + other.square,
+            with_f: self.with_f + other.with_f,
+            dots,
+        }
+    }
+}
+
+/// [`Anderson::decide`]: the next iterate is G(x) − ΔG γ over `slots`, or
+/// G(x) itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    gamma: [f64; MAX_MEMORY],
+    slots: [usize; MAX_MEMORY],
+    count: usize,
+    mixes: bool,
+}
+
+impl Step {
+    /// Whether the next iterate is a combination rather than G(x).
+    pub fn mixes(&self) -> bool {
+        self.mixes
+    }
+}
+
+/// A range of the iterate with the history's entries of that range
+/// ([`Anderson::pieces`]).
+pub struct Piece<'a> {
+    x: &'a mut [f64],
+    g: &'a [f64],
+    last_f: &'a mut [f64],
+    last_g: &'a mut [f64],
+    df: Vec<&'a mut [f64]>,
+    dg: Vec<&'a mut [f64]>,
+}
+
+impl Piece<'_> {
+    /// The entries of the next iterate ([`Piece::second_pass`]).
+    pub fn next(&self) -> &[f64] {
+        self.x
+    }
+
+    /// f = g − x (kept in x), the new column (f − last f, g − last g) in
+    /// the plan's slot, f and g kept as the last iterate's, and the sums
+    /// over this piece, in one pass.
+    pub fn first_pass(&mut self, plan: &Plan) -> Sums {
+        let mut sums = Sums::default();
+        let others = &plan.others[..plan.other_count];
+        match plan.slot {
+            Some(slot) => {
+                let (df, dg) = (&mut self.df, &mut self.dg);
+                for i in 0..self.x.len() {
+                    let f = self.g[i] - self.x[i];
+                    self.x[i] = f;
+                    sums.norm += f * f;
+                    let d = f - self.last_f[i];
+                    df[slot][i] = d;
+                    dg[slot][i] = self.g[i] - self.last_g[i];
+                    sums.square += d * d;
+                    sums.with_f += d * f;
+                    for (sum, &s) in sums.dots.iter_mut().zip(others) {
+                        *sum += df[s][i] * d;
+                    }
+                    self.last_f[i] = f;
+                    self.last_g[i] = self.g[i];
+                }
+            }
+            None => {
+                for i in 0..self.x.len() {
+                    let f = self.g[i] - self.x[i];
+                    self.x[i] = f;
+                    sums.norm += f * f;
+                    self.last_f[i] = f;
+                    self.last_g[i] = self.g[i];
+                }
+            }
+        }
+        sums
+    }
+
+    /// Writes the next iterate into x: G(x) − ΔG γ, or G(x).
+    pub fn second_pass(&mut self, step: &Step) {
+        self.x.copy_from_slice(self.g);
+        if !step.mixes {
+            return;
+        }
+        for (k, &s) in step.slots[..step.count].iter().enumerate() {
+            let gamma = step.gamma[k];
+            for (o, d) in self.x.iter_mut().zip(self.dg[s].iter()) {
+                *o -= gamma * d;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,11 @@
 //! local problem carries a proximal term ([`PROXIMAL`]), which leaves the
 //! fixed points alone and stops impulses drifting along jammed contacts.
 //!
+//! A problem of at least [`SPLIT_MIN`] contacts is swept in two halves of
+//! space at once, on two threads ([`Halves`]; `StepSettings::threads`),
+//! then the contacts across the cut; one thread sweeps the same order, so
+//! the result is the same bit for bit.
+//!
 //! In the plane the circular choice is the two-direction law itself, solved
 //! by the same local solver with a second tangent that carries nothing (the
 //! contacts' rows are n, t, −t; β = (r_T⁺, r_T⁻)).
@@ -172,6 +177,8 @@ struct Participation<'a, 'w> {
     /// every contact taking part, spent a sixth of its step reading them).
     waiting: &'w mut Vec<(usize, Span)>,
     normals: &'w mut Vec<f64>,
+    /// Whether each waiting contact closes, at a check.
+    closes: &'w mut Vec<bool>,
 }
 
 impl<'a, 'w> Participation<'a, 'w> {
@@ -181,6 +188,7 @@ impl<'a, 'w> Participation<'a, 'w> {
         problem: &ContactProblem<'a>,
         waiting: &'w mut Vec<(usize, Span)>,
         normals: &'w mut Vec<f64>,
+        closes: &'w mut Vec<bool>,
     ) -> Self {
         let n = problem.contacts.len();
         waiting.clear();
@@ -198,6 +206,7 @@ impl<'a, 'w> Participation<'a, 'w> {
                     rule: Some(rule),
                     waiting,
                     normals,
+                    closes,
                 }
             }
             None => Self {
@@ -205,6 +214,7 @@ impl<'a, 'w> Participation<'a, 'w> {
                 rule: None,
                 waiting,
                 normals,
+                closes,
             },
         }
     }
@@ -212,14 +222,35 @@ impl<'a, 'w> Participation<'a, 'w> {
     /// At a residual check: activates every contact the velocity `u` would
     /// close (module documentation of [`Activation`]) and appends it to
     /// `joined`.
-    fn grow(&mut self, u: &DVector<f64>, joined: &mut Vec<usize>) {
+    /// The rows are read in two halves, on two threads when there is a
+    /// `pair` and enough of them.
+    fn grow(&mut self, v: Velocity, joined: &mut Vec<usize>, pair: Option<&PairThread>) {
         let Some(rule) = self.rule else {
             return;
         };
-        let (active, normals) = (&mut self.active, &*self.normals);
-        self.waiting.retain(|&(j, normal)| {
-            let speed = normal.dots(normals, u).x;
-            let closes = rule.gaps[j] + rule.lead * speed < -rule.tolerance;
+        let (normals, closes) = (&*self.normals, &mut *self.closes);
+        let n = self.waiting.len();
+        closes.clear();
+        closes.resize(n, false);
+        let check = |waiting: &[(usize, Span)], out: &mut [bool]| {
+            for (&(j, normal), closes) in waiting.iter().zip(out) {
+                // SAFETY: the velocity is only read during the call.
+                let speed = unsafe { normal.dots_at(normals, v) }.x;
+                *closes = rule.gaps[j] + rule.lead * speed < -rule.tolerance;
+            }
+        };
+        let (first, second) = self.waiting.split_at(n / 2);
+        let (into_first, into_second) = closes.split_at_mut(n / 2);
+        both(
+            pair,
+            n >= SPLIT_MIN,
+            || check(first, into_first),
+            || check(second, into_second),
+        );
+        let active = &mut self.active;
+        let mut flags = closes.iter();
+        self.waiting.retain(|&(j, _)| {
+            let closes = flags.next().copied().unwrap_or(false);
             if closes {
                 active[j] = true;
                 joined.push(j);
@@ -266,6 +297,7 @@ pub struct Workspace {
     /// [`Participation`]'s storage.
     waiting: Vec<(usize, Span)>,
     normals: Vec<f64>,
+    closes: Vec<bool>,
     /// The rows of the contacts taking part ([`Span`]).
     arena: Vec<f64>,
     /// The sweeps' acceleration, and its iterate and the sweep's image of
@@ -275,7 +307,7 @@ pub struct Workspace {
     image: Vec<f64>,
     /// The sweeps' order over the cones ([`Halves`]).
     halves: Halves,
-    /// The velocity the split sweeps work on ([`Halves::pad`]).
+    /// The velocity a large problem is solved on ([`pad`]).
     padded: Vec<f64>,
     /// The thread that sweeps the second half.
     pair: Helper,
@@ -417,6 +449,7 @@ fn solve_cone(
         cones,
         waiting,
         normals,
+        closes,
         arena,
         anderson,
         iterate: x,
@@ -428,13 +461,22 @@ fn solve_cone(
     let pair = pair.get(contacts.len(), limits.threads).map(|p| &**p);
     cones.clear();
     arena.clear();
-    let mut part = Participation::of(problem, waiting, normals);
+    let mut part = Participation::of(problem, waiting, normals, closes);
     let mut velocity = problem.free.clone();
+    // Large problems of rigid bodies' blocks work on a padded copy of the
+    // velocity, each body on its own cache line ([`PAD`]), from the start to
+    // the end of the solve: the two threads of a split sweep then never
+    // write one line, and nothing moves a body's velocity between the
+    // threads but the contacts across the cut.
+    let block = padded_block(contacts, planar);
+    let v = if block > 0 {
+        pad(&velocity, block, padded);
+        Velocity::padded(padded)
+    } else {
+        Velocity::of(&mut velocity)
+    };
     let mut joined: Vec<usize> = (0..contacts.len()).filter(|&j| part.active[j]).collect();
-    let add_cones = |joined: &mut Vec<usize>,
-                     cones: &mut Vec<Cone>,
-                     arena: &mut Vec<f64>,
-                     velocity: &mut DVector<f64>| {
+    let add_cones = |joined: &mut Vec<usize>, cones: &mut Vec<Cone>, arena: &mut Vec<f64>| {
         for j in joined.drain(..) {
             let c = contacts[j];
             let jac = &c.jacobian;
@@ -476,7 +518,8 @@ fn solve_cone(
                     coulomb_cone::project(&r, mu)
                 });
             let span = Span::copy(jac, rows, arena);
-            span.add(arena, w, &r, velocity);
+            // SAFETY: one thread; `v` is the solve's velocity.
+            unsafe { span.add_at(arena, w, &r, v) };
             cones.push(Cone {
                 contact: j,
                 span,
@@ -494,20 +537,17 @@ fn solve_cone(
             });
         }
     };
-    add_cones(&mut joined, cones, arena, &mut velocity);
+    add_cones(&mut joined, cones, arena);
     // The warm start's own velocity already closes most of the contacts
     // that will join ([`WARM_GROWTH_ROUNDS`]).
     for _ in 0..WARM_GROWTH_ROUNDS {
-        part.grow(&velocity, &mut joined);
+        part.grow(v, &mut joined, pair);
         if joined.is_empty() {
             break;
         }
-        add_cones(&mut joined, cones, arena, &mut velocity);
+        add_cones(&mut joined, cones, arena);
     }
     halves.split(cones, contacts, problem.dof);
-    if halves.is_split() {
-        halves.pad(&velocity, padded);
-    }
 
     let mut status = LcpStatus::SweepLimit;
     let mut residual = f64::INFINITY;
@@ -519,37 +559,31 @@ fn solve_cone(
     anderson.reset(3 * cones.len());
     while sweeps < limits.max_sweeps {
         sweeps += 1;
-        if memory > 0 {
-            x.clear();
-            for cone in cones.iter() {
-                x.extend_from_slice(cone.r.as_slice());
-            }
-        }
-        let (mut change, mut size) = (0.0, 0.0);
-        // One fixed order, the problem's (the broad phase's). Alternating
-        // the direction (symmetric Gauss–Seidel, meant to carry a load down
-        // a chain of contacts whichever way they are numbered) took more
-        // sweeps on every granular scene: 25 % more on the silo, 23–29 % on
-        // the hourglass, 16–20 % on the avalanche.
-        let v = if halves.is_split() {
-            Velocity::padded(padded)
-        } else {
-            Velocity::of(&mut velocity)
-        };
+        // One fixed order, the problem's (the broad phase's), in the parts
+        // of [`Halves`]. Alternating the direction (symmetric Gauss–Seidel,
+        // meant to carry a load down a chain of contacts whichever way they
+        // are numbered) took more sweeps on every granular scene: 25 % more
+        // on the silo, 23–29 % on the hourglass, 16–20 % on the avalanche.
+        // Each part also writes its impulses before and after the sweep
+        // into x and G(x), the acceleration's iterate and image.
+        x.resize(3 * cones.len(), 0.0);
+        g.resize(3 * cones.len(), 0.0);
         let [a, b, c] = halves.parts(cones);
         let work = !b.is_empty();
+        let [xa, xb, xc] = cut3(x, [3 * a.len(), 3 * (a.len() + b.len())]);
+        let [ga, gb, gc] = cut3(g, [3 * a.len(), 3 * (a.len() + b.len())]);
         // SAFETY: the halves' bodies are disjoint ([`Halves`]); the third
         // part runs alone after them.
         let ((ca, sa), (cb, sb)) = both(
             pair,
             work,
-            || unsafe { sweep(a, arena, w, v) },
-            || unsafe { sweep(b, arena, w, v) },
+            || unsafe { sweep(a, xa, ga, arena, w, v) },
+            || unsafe { sweep(b, xb, gb, arena, w, v) },
         );
         // SAFETY: alone.
-        let (cc, sc) = unsafe { sweep(c, arena, w, v) };
-        change += ca + cb + cc;
-        size += sa + sb + sc;
+        let (cc, sc) = unsafe { sweep(c, xc, gc, arena, w, v) };
+        let change = ca + cb + cc;
+        let size = sa + sb + sc;
         let light = if size > 0.0 {
             (change / size).sqrt()
         } else {
@@ -560,27 +594,21 @@ fn solve_cone(
             || sweeps == limits.max_sweeps
             || !light.is_finite()
         {
-            if halves.is_split() {
-                halves.unpad(padded, &mut velocity);
-            }
-            residual = cone_residual(cones, halves, pair, arena, &velocity);
+            residual = cone_residual(cones, halves, pair, arena, v);
             // Contacts join at every full check (and at the last), not only
             // once the residual is met: a grain's load then travels through
             // its new contacts in the same sweeps (the 1,000-grain silo: 240
             // sweeps a step over its first 0.5 s instead of 601 in restarted
             // rounds).
             if sweeps % FULL_RESIDUAL_EVERY == 0 || residual <= limits.tolerance {
-                part.grow(&velocity, &mut joined);
+                part.grow(v, &mut joined, pair);
             }
             let grew = !joined.is_empty();
-            add_cones(&mut joined, cones, arena, &mut velocity);
+            add_cones(&mut joined, cones, arena);
             if grew {
                 // Joined contacts are swept in the problem's order (the
                 // broad phase's, neighbours near each other), not last.
                 halves.split(cones, contacts, problem.dof);
-            }
-            if halves.is_split() {
-                halves.pad(&velocity, padded);
             }
             if residual <= limits.tolerance && !grew {
                 status = LcpStatus::Solved;
@@ -595,34 +623,41 @@ fn solve_cone(
             }
         }
         if memory > 0 {
-            g.clear();
-            for cone in cones.iter() {
-                g.extend_from_slice(cone.r.as_slice());
-            }
-            if anderson.next(x, g) {
-                let v = if halves.is_split() {
-                    Velocity::padded(padded)
-                } else {
-                    Velocity::of(&mut velocity)
-                };
+            // The acceleration's passes over x and G(x) run in the sweep's
+            // parts too, each on the thread that swept it, and the
+            // combination moves each part's cones and bodies there.
+            let cuts = halves.ends.map(|e| 3 * e.min(cones.len()));
+            let plan = anderson.plan();
+            let sums = {
+                let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
+                let (sa, sb) = both(pair, work, || pa.first_pass(&plan), || pb.first_pass(&plan));
+                sa + sb + pc.first_pass(&plan)
+            };
+            let step = anderson.decide(&plan, sums);
+            if step.mixes() {
+                let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
                 let [a, b, c] = halves.parts(cones);
-                let work = !b.is_empty();
-                let (ab, next_c) = x.split_at(3 * (a.len() + b.len()));
-                let (next_a, next_b) = ab.split_at(3 * a.len());
                 // SAFETY: as the sweep's.
                 both(
                     pair,
                     work,
-                    || unsafe { move_to(a, next_a, arena, w, v) },
-                    || unsafe { move_to(b, next_b, arena, w, v) },
+                    || unsafe {
+                        pa.second_pass(&step);
+                        move_to(a, pa.next(), arena, w, v);
+                    },
+                    || unsafe {
+                        pb.second_pass(&step);
+                        move_to(b, pb.next(), arena, w, v);
+                    },
                 );
+                pc.second_pass(&step);
                 // SAFETY: alone.
-                unsafe { move_to(c, next_c, arena, w, v) };
+                unsafe { move_to(c, pc.next(), arena, w, v) };
             }
         }
     }
-    if halves.is_split() {
-        halves.unpad(padded, &mut velocity);
+    if block > 0 {
+        unpad(padded, block, &mut velocity);
     }
     if !residual.is_finite() {
         status = LcpStatus::NumericalFailure;
@@ -698,9 +733,21 @@ where
 ///
 /// # Safety
 /// No other thread touches these cones' bodies' velocities during the call.
-unsafe fn sweep(cones: &mut [Cone], arena: &[f64], w: &[f64], velocity: Velocity) -> (f64, f64) {
+unsafe fn sweep(
+    cones: &mut [Cone],
+    before: &mut [f64],
+    after: &mut [f64],
+    arena: &[f64],
+    w: &[f64],
+    velocity: Velocity,
+) -> (f64, f64) {
     let (mut change, mut size) = (0.0, 0.0);
-    for cone in cones {
+    for ((cone, before), after) in cones
+        .iter_mut()
+        .zip(before.chunks_exact_mut(3))
+        .zip(after.chunks_exact_mut(3))
+    {
+        before.copy_from_slice(cone.r.as_slice());
         // q: the local velocity without this contact's own impulse,
         // and the proximal term −σ r_old (see [`PROXIMAL`]): both at
         // once as (W_jj + σI) r_old.
@@ -728,9 +775,18 @@ unsafe fn sweep(cones: &mut [Cone], arena: &[f64], w: &[f64], velocity: Velocity
         // From the value in hand, not read back from the cone just
         // written (a load across two stores stalls the store buffer).
         size += kept.norm_squared();
+        after.copy_from_slice(kept.as_slice());
         cone.r = kept;
     }
     (change, size)
+}
+
+/// `v` cut at `cuts` into three.
+fn cut3(v: &mut [f64], cuts: [usize; 2]) -> [&mut [f64]; 3] {
+    let b = cuts[1].min(v.len());
+    let (ab, c) = v.split_at_mut(b);
+    let (a, b) = ab.split_at_mut(cuts[0].min(b));
+    [a, b, c]
 }
 
 /// Moves `cones` to the impulses `next` (three per cone, in their order)
@@ -767,29 +823,33 @@ unsafe fn residual_sums(cones: &[Cone], arena: &[f64], velocity: Velocity) -> (f
 /// Problems with fewer cones are swept in their own order, whole.
 const SPLIT_MIN: usize = 512;
 
-/// Entries per body in the split sweeps' velocity ([`Halves::pad`]): a
-/// cache line of f64, so that the two threads never write one line.
+/// Entries per body in a large problem's velocity ([`pad`]): a cache line
+/// of f64, so that the two threads never write one line.
 const PAD: usize = 8;
 
 /// The sweeps' order over the cones when a problem is large enough
 /// ([`SPLIT_MIN`]): the contacts in the lower half of space (along the
 /// contact points' widest axis, cut at their median), then those in the
-/// upper half, then those whose bodies have contacts on both sides. The
-/// first two touch disjoint bodies, so two threads sweep them at once
+/// upper half, then those with a body that contacts on both sides touch.
+/// The first two touch disjoint bodies, so two threads sweep them at once
 /// ([`PairThread`]) and the third part after them; one thread sweeps the
-/// same order, so the result does not depend on the threads. The cones are
-/// stored in that order, and while split the sweeps work on a copy of the
-/// velocity with each body on its own cache line ([`PAD`]): with the bodies
-/// and cones of the two halves interleaved in memory, the two threads
-/// wrote each other's lines and two threads swept the 1,000-grain silo
-/// slower than one (14.6 against 8.9 ms a step).
+/// same order, so the result does not depend on the threads. The
+/// acceleration's passes and its combination run in the same parts on the
+/// same threads ([`Anderson::pieces`]), so that each thread keeps its
+/// cones, its impulses and its bodies in its own cache. On the silos the
+/// third part is 5–10 % of the contacts, and the order took about as many
+/// sweeps as the problem's own (1,000 grains: 75.3 against 73.3 a step;
+/// the hourglass 55.0 against 53.3, the avalanche 54.1 against 54.4).
+///
+/// The cones are stored in the parts' order, and the velocity of a large
+/// problem is padded ([`PAD`]): with the two halves' cones and bodies
+/// interleaved in memory, the two threads wrote each other's lines and two
+/// threads swept the 1,000-grain silo slower than one (14.6 against 8.9 ms
+/// a step).
 #[derive(Debug, Clone, Default)]
 struct Halves {
     /// Where the second and the third part start among the cones.
     ends: [usize; 2],
-    /// The velocities per body (6 in space, 3 in the plane) when split, 0
-    /// when not.
-    block: usize,
     /// Per velocity index (a block's first): 1 a lower contact touches it,
     /// 2 an upper one.
     side: Vec<u8>,
@@ -801,11 +861,6 @@ struct Halves {
 }
 
 impl Halves {
-    /// Whether the cones are split (and the sweeps use the padded velocity).
-    fn is_split(&self) -> bool {
-        self.block != 0
-    }
-
     /// The three parts of `cones`.
     fn parts<'c>(&self, cones: &'c mut [Cone]) -> [&'c mut [Cone]; 3] {
         let [a, b] = self.ends;
@@ -820,7 +875,6 @@ impl Halves {
     fn split(&mut self, cones: &mut [Cone], contacts: &[&crate::model::Contact], dof: usize) {
         let n = cones.len();
         self.ends = [n, n];
-        self.block = 0;
         if !self.split_parts(cones, contacts, dof) {
             self.permutation.clear();
             self.permutation.extend(
@@ -859,8 +913,9 @@ impl Halves {
         };
         // A general span reads the whole velocity; a block off the bodies'
         // grid would share a padded slot.
+        let shape = cones.first().map(|c| c.span.shape);
         let uniform = cones.iter().all(|c| {
-            c.span.shape != Shape::General
+            Some(c.span.shape) == shape
                 && c.span.blocks[..c.span.count]
                     .iter()
                     .all(|b| b.len == block && b.start % block == 0)
@@ -907,26 +962,42 @@ impl Halves {
         }
         self.reorder(cones);
         self.ends = [counts[0], counts[0] + counts[1]];
-        self.block = block;
         true
     }
+}
 
-    /// The padded copy of `v`: body k's velocities at k·[`PAD`].
-    fn pad(&self, v: &DVector<f64>, out: &mut Vec<f64>) {
-        let n = self.block;
-        out.clear();
-        out.resize(v.len() / n * PAD + PAD, 0.0);
-        for (k, body) in v.as_slice().chunks_exact(n).enumerate() {
-            out[k * PAD..k * PAD + n].copy_from_slice(body);
-        }
+/// The bodies' velocity count (6 in space, 3 in the plane) when `contacts`
+/// are many enough to be split ([`SPLIT_MIN`]) and every block of theirs is
+/// one body's, on the bodies' grid; 0 otherwise (then the solve works on
+/// the velocity as it is).
+fn padded_block(contacts: &[&crate::model::Contact], planar: bool) -> usize {
+    let n = if planar { 3 } else { 6 };
+    let on_grid = contacts.iter().all(|c| {
+        c.jacobian
+            .blocks()
+            .iter()
+            .all(|b| b.len == n && b.start % n == 0)
+    });
+    if contacts.len() >= SPLIT_MIN && on_grid {
+        n
+    } else {
+        0
     }
+}
 
-    /// Writes the padded `u` back into `v`.
-    fn unpad(&self, u: &[f64], v: &mut DVector<f64>) {
-        let n = self.block;
-        for (k, body) in v.as_mut_slice().chunks_exact_mut(n).enumerate() {
-            body.copy_from_slice(&u[k * PAD..k * PAD + n]);
-        }
+/// The padded copy of `v`: body k's `block` velocities at k·[`PAD`].
+fn pad(v: &DVector<f64>, block: usize, out: &mut Vec<f64>) {
+    out.clear();
+    out.resize(v.len() / block * PAD + PAD, 0.0);
+    for (k, body) in v.as_slice().chunks_exact(block).enumerate() {
+        out[k * PAD..k * PAD + block].copy_from_slice(body);
+    }
+}
+
+/// Writes the padded `u` back into `v`.
+fn unpad(u: &[f64], block: usize, v: &mut DVector<f64>) {
+    for (k, body) in v.as_mut_slice().chunks_exact_mut(block).enumerate() {
+        body.copy_from_slice(&u[k * PAD..k * PAD + block]);
     }
 }
 
@@ -955,6 +1026,10 @@ struct Span {
 enum Shape {
     Space,
     Plane,
+    /// One row (a waiting contact's normal, [`Participation`]) on blocks
+    /// of 6 and of 3.
+    SpaceRow,
+    PlaneRow,
     General,
 }
 
@@ -972,6 +1047,8 @@ impl Span {
         let shape = match rows {
             3 if uniform(6) => Shape::Space,
             2 if uniform(3) => Shape::Plane,
+            1 if uniform(6) => Shape::SpaceRow,
+            1 if uniform(3) => Shape::PlaneRow,
             _ => Shape::General,
         };
         Self {
@@ -984,14 +1061,8 @@ impl Span {
         }
     }
 
-    /// (J v) on its rows (0 for an absent second tangent).
-    #[inline(always)]
-    fn dots(&self, arena: &[f64], v: &DVector<f64>) -> Vector3<f64> {
-        // SAFETY: `v` is borrowed for the call and only read.
-        unsafe { self.dots_at(arena, Velocity::reading(v)) }
-    }
-
-    /// [`Span::dots`] through a shared [`Velocity`].
+    /// (J v) on its rows (0 for an absent second tangent), through a
+    /// shared [`Velocity`].
     ///
     /// # Safety
     /// No other thread writes this contact's blocks during the call (for a
@@ -1002,6 +1073,8 @@ impl Span {
             // SAFETY: the caller's.
             Shape::Space => unsafe { self.dots_fixed::<3, 6>(arena, v) },
             Shape::Plane => unsafe { self.dots_fixed::<2, 3>(arena, v) },
+            Shape::SpaceRow => unsafe { self.dots_fixed::<1, 6>(arena, v) },
+            Shape::PlaneRow => unsafe { self.dots_fixed::<1, 3>(arena, v) },
             Shape::General => {
                 let mut out = Vector3::zeros();
                 rows_dot(
@@ -1017,7 +1090,7 @@ impl Span {
         }
     }
 
-    /// [`Span::dots`] for R rows on blocks of N velocities: fixed-size
+    /// [`Span::dots_at`] for R rows on blocks of N velocities: fixed-size
     /// slices the compiler unrolls (the silo's sweeps spent a third of their
     /// time in the general loops over blocks and rows).
     ///
@@ -1047,14 +1120,8 @@ impl Span {
         out
     }
 
-    /// v += W Jᵀ Δr, with `w` the diagonal of W.
-    #[inline(always)]
-    fn add(&self, arena: &[f64], w: &[f64], delta: &Vector3<f64>, v: &mut DVector<f64>) {
-        // SAFETY: `v` is borrowed mutably for the call.
-        unsafe { self.add_at(arena, w, delta, Velocity::of(v)) }
-    }
-
-    /// [`Span::add`] through a shared [`Velocity`].
+    /// v += W Jᵀ Δr, with `w` the diagonal of W, through a shared
+    /// [`Velocity`].
     ///
     /// # Safety
     /// No other thread reads or writes this contact's blocks during the
@@ -1065,6 +1132,8 @@ impl Span {
             // SAFETY: the caller's.
             Shape::Space => unsafe { self.add_fixed::<3, 6>(arena, w, delta, v) },
             Shape::Plane => unsafe { self.add_fixed::<2, 3>(arena, w, delta, v) },
+            Shape::SpaceRow => unsafe { self.add_fixed::<1, 6>(arena, w, delta, v) },
+            Shape::PlaneRow => unsafe { self.add_fixed::<1, 3>(arena, w, delta, v) },
             Shape::General => {
                 // SAFETY: the caller's.
                 let v = unsafe { v.whole() };
@@ -1088,7 +1157,7 @@ impl Span {
         }
     }
 
-    /// [`Span::add`] for R rows on blocks of N velocities.
+    /// [`Span::add_at`] for R rows on blocks of N velocities.
     ///
     /// # Safety
     /// As [`Span::add_at`].
@@ -1133,7 +1202,7 @@ impl Span {
 struct Velocity {
     ptr: *mut f64,
     len: usize,
-    /// Laid out by [`Halves::pad`]: the body at velocity index s (a
+    /// Laid out by [`pad`]: the body at velocity index s (a
     /// multiple of its N velocities) at s / N · [`PAD`].
     padded: bool,
 }
@@ -1154,7 +1223,7 @@ impl Velocity {
         }
     }
 
-    /// The padded copy of [`Halves::pad`].
+    /// The padded copy of [`pad`].
     fn padded(v: &mut [f64]) -> Self {
         Self {
             ptr: v.as_mut_ptr(),
@@ -1239,12 +1308,11 @@ fn cone_residual(
     halves: &Halves,
     pair: Option<&PairThread>,
     arena: &[f64],
-    velocity: &DVector<f64>,
+    v: Velocity,
 ) -> f64 {
     let [a, b, c] = halves.parts(cones);
-    let v = Velocity::reading(velocity);
     let work = !b.is_empty();
-    // SAFETY: the velocity is only read, and borrowed for the call.
+    // SAFETY: the velocity is only read during the call.
     let ((ea, sa), (eb, sb)) = both(
         pair,
         work,
@@ -1278,7 +1346,12 @@ fn solve_pyramid(
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
     let starts = friction_starts(contacts);
-    let mut part = Participation::of(problem, &mut workspace.waiting, &mut workspace.normals);
+    let mut part = Participation::of(
+        problem,
+        &mut workspace.waiting,
+        &mut workspace.normals,
+        &mut workspace.closes,
+    );
     let mut locals: Vec<Local> = contacts
         .iter()
         .enumerate()
@@ -1333,7 +1406,7 @@ fn solve_pyramid(
     // the first sweep, from their last impulses ([`WARM_GROWTH_ROUNDS`]).
     let mut joined = Vec::new();
     for _ in 0..WARM_GROWTH_ROUNDS {
-        part.grow(&velocity, &mut joined);
+        part.grow(Velocity::reading(&velocity), &mut joined, None);
         if joined.is_empty() {
             break;
         }
@@ -1381,7 +1454,7 @@ fn solve_pyramid(
         }
         residual = natural_residual(problem, &locals, &part.active, &velocity);
         joined.clear();
-        part.grow(&velocity, &mut joined);
+        part.grow(Velocity::reading(&velocity), &mut joined, None);
         let grew = !joined.is_empty();
         if residual <= limits.tolerance && !grew {
             status = LcpStatus::Solved;
