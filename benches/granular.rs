@@ -11,7 +11,8 @@
 //! single steps of each silo where its run ended.
 //!
 //! `CONTACTLAB_GRANULAR_SIZES=500,1000` picks the sizes (default 500, 1000,
-//! 2000, 5000).
+//! 2000, 5000); `CONTACTLAB_GRANULAR_THREADS=1` runs the steps on one
+//! thread (default 2, `StepSettings::threads`; the results are the same).
 
 mod common;
 
@@ -28,6 +29,14 @@ fn sizes() -> Vec<usize> {
         .unwrap_or_else(|| vec![500, 1000, 2000, 5000])
 }
 
+fn threads() -> usize {
+    std::env::var("CONTACTLAB_GRANULAR_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&t: &usize| (1..=2).contains(&t))
+        .unwrap_or(2)
+}
+
 fn seconds() -> f64 {
     std::env::var("CONTACTLAB_GRANULAR_SECONDS")
         .ok()
@@ -41,6 +50,7 @@ fn seconds() -> f64 {
 fn run(n: usize, seconds: f64) -> (Simulation, f64) {
     let scene = granular::silo(n).expect("generated silos load");
     let mut sim = Simulation::new(scene);
+    sim.step_settings_mut().threads = threads();
     let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
     let mut split = Split::default();
     let (mut sweeps, mut max_sweeps) = (0usize, 0usize);
@@ -71,7 +81,8 @@ fn run(n: usize, seconds: f64) -> (Simulation, f64) {
 fn bench(c: &mut Criterion) {
     let seconds = seconds();
     eprintln!(
-        "silos from the release, {seconds} s simulated, moreau-jean, nsgs on the circular cone, h = 0.005 s, μ = 0.5, tolerance 1e-3"
+        "silos from the release, {seconds} s simulated, moreau-jean, nsgs on the circular cone, h = 0.005 s, μ = 0.5, tolerance 1e-3, {} thread(s)",
+        threads()
     );
     eprintln!(
         "| N | ms/step | real-time factor | sweeps/step | (29) unknowns | geometry / solve | unsolved steps |"

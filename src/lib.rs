@@ -11,6 +11,7 @@ pub mod geometry;
 pub mod interrupt;
 pub mod lcp;
 pub mod model;
+pub(crate) mod pair_thread;
 pub mod params;
 pub mod scene;
 pub mod sim;

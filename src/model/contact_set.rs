@@ -19,6 +19,12 @@ pub struct BroadPhase {
     pub sweep: super::rigid::SweepSpace,
     /// The narrow phase's points of one pair.
     pub points: Vec<PairContact>,
+    /// The second thread's narrow phase ([`crate::pair_thread`]): its
+    /// points of one pair, and what each half found.
+    pub points_b: Vec<PairContact>,
+    pub found: Vec<super::rigid::Found>,
+    pub found_b: Vec<super::rigid::Found>,
+    pub gaps_b: Vec<(ContactId, f64)>,
 }
 
 /// A list of contacts whose storage outlives it: clearing it keeps every

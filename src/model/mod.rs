@@ -369,15 +369,22 @@ impl Model {
     /// friction directions in space.
     pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
         let mut set = ContactSet::default();
-        self.contacts_into(q, edges, margin, &mut set);
+        self.contacts_into(q, edges, margin, &mut set, 1);
         set.into_vec()
     }
 
     /// [`Self::contacts`] into `out` (its contents replaced, its storage
-    /// reused).
-    pub fn contacts_into(&self, q: &DVector<f64>, edges: usize, margin: f64, out: &mut ContactSet) {
+    /// reused), the narrow phase on up to `threads` (1 or 2) threads.
+    pub fn contacts_into(
+        &self,
+        q: &DVector<f64>,
+        edges: usize,
+        margin: f64,
+        out: &mut ContactSet,
+        threads: usize,
+    ) {
         match self {
-            Self::Rigid(s) => s.contacts_into(q, edges, margin, out),
+            Self::Rigid(s) => s.contacts_into(q, edges, margin, out, threads),
             Self::Linear(s) => {
                 out.clear();
                 for c in s.contacts(q, margin) {
@@ -391,7 +398,7 @@ impl Model {
     /// Jacobians (cheaper where only the gaps are wanted).
     pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
         let mut out = Vec::new();
-        self.gaps_into(q, margin, &mut out, &mut BroadPhase::default());
+        self.gaps_into(q, margin, &mut out, &mut BroadPhase::default(), 1);
         out
     }
 
@@ -403,10 +410,11 @@ impl Model {
         margin: f64,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
+        threads: usize,
     ) {
         out.clear();
         match self {
-            Self::Rigid(s) => s.gaps_into(q, margin, out, broad),
+            Self::Rigid(s) => s.gaps_into(q, margin, out, broad, threads),
             Self::Linear(s) => out.extend(s.contacts(q, margin).into_iter().map(|c| (c.id, c.gap))),
         }
     }

@@ -17,6 +17,7 @@ use super::{
     ImpactCoefficients, Other, pyramid_directions_into,
 };
 use crate::geometry::{PairContact, Shape, pair, ray};
+use crate::pair_thread::{self, PairThread, both};
 use nalgebra::{
     DMatrix, DVector, DVectorViewMut, Isometry2, Isometry3, Matrix3, Quaternion, Translation3,
     UnitQuaternion, Vector2, Vector3,
@@ -662,36 +663,132 @@ impl RigidSystem {
     /// Every potential contact at q with gap ≤ margin into `out` (its
     /// storage reused): body–surface features whose bounding sphere is within
     /// reach, then the body pairs the broad phase ([`candidate_pairs`])
-    /// finds, in the order (i, j) with i < j.
-    pub fn contacts_into(&self, q: &DVector<f64>, edges: usize, margin: f64, out: &mut ContactSet) {
+    /// finds, in the order (i, j) with i < j. With `threads` 2 and at least
+    /// [`PARALLEL_PAIRS`] candidate pairs, the narrow phase and the
+    /// Jacobians of the pairs' two halves are computed on two threads
+    /// ([`crate::pair_thread`]); the contacts and their order are the same.
+    pub fn contacts_into(
+        &self,
+        q: &DVector<f64>,
+        edges: usize,
+        margin: f64,
+        out: &mut ContactSet,
+        threads: usize,
+    ) {
         out.clear();
         let mut broad = std::mem::take(&mut out.broad);
-        self.visit_contacts(q, margin, &mut broad, |id, gap, point_a, b, normal| {
+        self.visit_surfaces(q, margin, |id, gap, point_a, b, normal| {
             self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
         });
+        self.broad_phase(q, margin, &mut broad);
+        let BroadPhase {
+            pairs,
+            points,
+            points_b,
+            found,
+            found_b,
+            ..
+        } = &mut broad;
+        match parallel(threads, pairs.len()) {
+            None => self.visit_pairs(q, margin, pairs, points, |id, gap, point_a, b, normal| {
+                self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
+            }),
+            Some(pair) => {
+                let (first, second) = pairs.split_at(pairs.len() / 2);
+                found.clear();
+                found_b.clear();
+                let collect = |pairs: &[(usize, usize)],
+                               points: &mut Vec<PairContact>,
+                               into: &mut Vec<Found>| {
+                    self.visit_pairs(q, margin, pairs, points, |id, gap, point_a, b, normal| {
+                        into.push(Found {
+                            id,
+                            gap,
+                            point_a,
+                            b,
+                            normal,
+                        });
+                    });
+                };
+                both(
+                    Some(pair),
+                    true,
+                    || collect(first, points, found),
+                    || collect(second, points_b, found_b),
+                );
+                let start = out.len();
+                for _ in 0..found.len() + found_b.len() {
+                    out.push_slot();
+                }
+                let (into_first, into_second) =
+                    out.as_mut_slice()[start..].split_at_mut(found.len());
+                let fill = |slots: &mut [Contact], found: &[Found]| {
+                    for (slot, f) in slots.iter_mut().zip(found) {
+                        self.fill_contact(q, f.id, f.gap, f.point_a, f.b, f.normal, edges, slot);
+                    }
+                };
+                both(
+                    Some(pair),
+                    true,
+                    || fill(into_first, found),
+                    || fill(into_second, found_b),
+                );
+            }
+        }
         out.broad = broad;
     }
 
     /// The identities and gaps of [`Self::contacts_into`], without their
     /// Jacobians and frames (what a stepper needs to check the end of a
-    /// step), appended to `out`, with the broad phase's work space `broad`.
+    /// step), appended to `out`, with the broad phase's work space `broad`
+    /// (the narrow phase on two threads as there).
     pub fn gaps_into(
         &self,
         q: &DVector<f64>,
         margin: f64,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
+        threads: usize,
     ) {
-        self.visit_contacts(q, margin, broad, |id, gap, _, _, _| out.push((id, gap)));
+        self.visit_surfaces(q, margin, |id, gap, _, _, _| out.push((id, gap)));
+        self.broad_phase(q, margin, broad);
+        let BroadPhase {
+            pairs,
+            points,
+            points_b,
+            gaps_b,
+            ..
+        } = broad;
+        let collect = |pairs: &[(usize, usize)],
+                       points: &mut Vec<PairContact>,
+                       into: &mut Vec<(ContactId, f64)>| {
+            self.visit_pairs(q, margin, pairs, points, |id, gap, _, _, _| {
+                into.push((id, gap))
+            });
+        };
+        match parallel(threads, pairs.len()) {
+            None => collect(pairs, points, out),
+            Some(pair) => {
+                let (first, second) = pairs.split_at(pairs.len() / 2);
+                gaps_b.clear();
+                both(
+                    Some(pair),
+                    true,
+                    || collect(first, points, out),
+                    || collect(second, points_b, gaps_b),
+                );
+                out.extend_from_slice(gaps_b);
+            }
+        }
     }
 
     /// Calls `found(id, gap, point on a, body b with its point, normal)` for
-    /// every potential contact at q whose gap is at most `margin`.
-    fn visit_contacts(
+    /// every potential contact of a moving body with a surface at q whose gap
+    /// is at most `margin`.
+    fn visit_surfaces(
         &self,
         q: &DVector<f64>,
         margin: f64,
-        broad: &mut BroadPhase,
         mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
     ) {
         for (i, body) in self.bodies.iter().enumerate() {
@@ -721,6 +818,10 @@ impl RigidSystem {
                 }
             }
         }
+    }
+
+    /// The candidate body pairs at q into `broad.pairs`.
+    fn broad_phase(&self, q: &DVector<f64>, margin: f64, broad: &mut BroadPhase) {
         broad.boxes.clear();
         broad.boxes.extend((0..self.bodies.len()).map(|i| {
             world_box(
@@ -736,15 +837,28 @@ impl RigidSystem {
             &mut broad.sweep,
             &mut broad.pairs,
         );
-        for &(i, j) in &broad.pairs {
+    }
+
+    /// Calls `found` as [`Self::visit_surfaces`] does for the potential
+    /// contacts of the body pairs `pairs`, with `points` the narrow phase's
+    /// scratch.
+    fn visit_pairs(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        pairs: &[(usize, usize)],
+        points: &mut Vec<PairContact>,
+        mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
+    ) {
+        for &(i, j) in pairs {
             if self.joined(i, j) || (self.is_fixed(i) && self.is_fixed(j)) {
                 continue;
             }
             // The moving body comes first: its block is the contact's only
             // one when the other is fixed.
             let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
-            self.pair_contacts(q, i, j, margin, &mut broad.points);
-            for pc in &broad.points {
+            self.pair_contacts(q, i, j, margin, points);
+            for pc in points.iter() {
                 let id = ContactId {
                     a: i,
                     b: Other::Body(j),
@@ -921,6 +1035,30 @@ impl RigidSystem {
             }
         }
     }
+}
+
+/// Candidate pairs from which the narrow phase runs on two threads: below,
+/// the handshake costs more than half the pairs' narrow phase.
+pub const PARALLEL_PAIRS: usize = 512;
+
+/// The helper thread for a narrow phase of `pairs` candidate pairs, when
+/// `threads` allows two and there are enough pairs.
+fn parallel(threads: usize, pairs: usize) -> Option<&'static PairThread> {
+    if threads >= 2 && pairs >= PARALLEL_PAIRS && pair_thread::pays() {
+        pair_thread::shared()
+    } else {
+        None
+    }
+}
+
+/// A potential contact as the narrow phase found it, before its Jacobian.
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    id: ContactId,
+    gap: f64,
+    point_a: Vector3<f64>,
+    b: Option<(usize, Vector3<f64>)>,
+    normal: Vector3<f64>,
 }
 
 /// The broad phase: the body pairs (i, j), i < j, whose bounding spheres

@@ -19,7 +19,6 @@ pub mod driver;
 pub mod glocker_studer;
 pub mod moreau_jean;
 pub mod nsgs;
-mod pair_thread;
 pub mod projection;
 pub mod report;
 pub mod settings;

@@ -78,15 +78,15 @@
 use super::anderson::Anderson;
 use super::assembly::Layout;
 use super::coulomb_cone;
-use super::pair_thread::PairThread;
 use super::solve::{Activation, ContactProblem, friction_starts};
 use super::warm::LastImpulses;
 use crate::lcp::{self, LcpStatus, LemkeOptions};
 use crate::model::jacobian::rows_dot;
 use crate::model::{Block, ContactJacobian};
+use crate::pair_thread::{self, PairThread, both};
 use crate::params::CIRCULAR_CONE_DIRECTIONS;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
-use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How NSGS stops: the residual tolerance and the sweep limit, and its
 /// local law.
@@ -309,29 +309,6 @@ pub struct Workspace {
     halves: Halves,
     /// The velocity a large problem is solved on ([`pad`]).
     padded: Vec<f64>,
-    /// The thread that sweeps the second half.
-    pair: Helper,
-}
-
-/// The second thread of the sweeps, started by the first problem large
-/// enough to be split ([`SPLIT_MIN`]).
-#[derive(Debug, Clone, Default)]
-struct Helper {
-    tried: bool,
-    pair: Option<Arc<PairThread>>,
-}
-
-impl Helper {
-    fn get(&mut self, cones: usize, threads: usize) -> Option<&Arc<PairThread>> {
-        if threads < 2 {
-            return None;
-        }
-        if !self.tried && cones >= SPLIT_MIN {
-            self.tried = true;
-            self.pair = PairThread::start().map(Arc::new);
-        }
-        self.pair.as_ref()
-    }
 }
 
 /// What an NSGS solve gave, laid out as (29) over all the contacts.
@@ -456,9 +433,16 @@ fn solve_cone(
         image: g,
         halves,
         padded,
-        pair,
     } = workspace;
-    let pair = pair.get(contacts.len(), limits.threads).map(|p| &**p);
+    // The helper, and whether to use it: the last measurement's verdict
+    // until this solve's own ([`PROBE_SWEEPS`]).
+    let helper = if limits.threads >= 2 && contacts.len() >= SPLIT_MIN {
+        pair_thread::shared()
+    } else {
+        None
+    };
+    let mut pair = helper.filter(|_| pair_thread::pays());
+    let mut probe = [Duration::ZERO; 2];
     cones.clear();
     arena.clear();
     let mut part = Participation::of(problem, waiting, normals, closes);
@@ -572,16 +556,31 @@ fn solve_cone(
         let work = !b.is_empty();
         let [xa, xb, xc] = cut3(x, [3 * a.len(), 3 * (a.len() + b.len())]);
         let [ga, gb, gc] = cut3(g, [3 * a.len(), 3 * (a.len() + b.len())]);
+        let probing = work && helper.is_some() && sweeps <= PROBE_SWEEPS;
+        let two = sweeps % 2 == 0;
+        let clock = Instant::now();
         // SAFETY: the halves' bodies are disjoint ([`Halves`]); the third
         // part runs alone after them.
         let ((ca, sa), (cb, sb)) = both(
-            pair,
+            if probing {
+                helper.filter(|_| two)
+            } else {
+                pair
+            },
             work,
             || unsafe { sweep(a, xa, ga, arena, w, v) },
             || unsafe { sweep(b, xb, gb, arena, w, v) },
         );
         // SAFETY: alone.
         let (cc, sc) = unsafe { sweep(c, xc, gc, arena, w, v) };
+        if probing {
+            probe[usize::from(two)] += clock.elapsed();
+            if sweeps == PROBE_SWEEPS {
+                let pays = probe[1] < probe[0];
+                pair_thread::set_pays(pays);
+                pair = helper.filter(|_| pays);
+            }
+        }
         let change = ca + cb + cc;
         let size = sa + sb + sc;
         let light = if size > 0.0 {
@@ -705,28 +704,6 @@ fn solve_cone(
     }
 }
 
-/// Runs `mine` and `theirs`, on two threads when there is a `pair` and
-/// `theirs` has work, and returns both results.
-fn both<A, B, RA, RB>(pair: Option<&PairThread>, work: bool, mine: A, theirs: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA,
-    B: FnOnce() -> RB + Send,
-    RB: Send,
-{
-    match pair {
-        Some(pair) if work => {
-            let (mut a, mut b) = (None, None);
-            pair.join(|| a = Some(mine()), || b = Some(theirs()));
-            match (a, b) {
-                (Some(a), Some(b)) => (a, b),
-                // `join` returns only after both ran (or resumes a panic).
-                _ => unreachable!("both halves ran"),
-            }
-        }
-        _ => (mine(), theirs()),
-    }
-}
-
 /// One sweep's visits to `cones`, in their order: each contact's local
 /// problem solved exactly with the others held, its impulse and the
 /// velocity updated. Returns Σ‖Δr‖² and Σ‖r‖² over them.
@@ -822,6 +799,16 @@ unsafe fn residual_sums(cones: &[Cone], arena: &[f64], velocity: Velocity) -> (f
 
 /// Problems with fewer cones are swept in their own order, whole.
 const SPLIT_MIN: usize = 512;
+
+/// A split problem's first sweeps alternate one thread and two, timed; the
+/// rest of the solve (and the narrow phase, [`pair_thread::pays`]) uses
+/// whichever was faster. On this 2-core virtual machine two threads sweep
+/// the 1,000-grain silo's halves in 21 µs against 41 on one in most runs,
+/// but in some every thread runs at two thirds of its speed (both virtual
+/// cores on one physical core, it seems) and two threads lose: 33 µs
+/// against 31, and the spinning helper slows the caller's serial work
+/// too. The result is the same either way.
+const PROBE_SWEEPS: usize = 4;
 
 /// Entries per body in a large problem's velocity ([`pad`]): a cache line
 /// of f64, so that the two threads never write one line.

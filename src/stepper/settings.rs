@@ -111,10 +111,12 @@ pub struct StepSettings {
     /// The projection stops when every constraint value is below this,
     /// times max(L, 1 m).
     pub projection_tolerance: f64,
-    /// Threads NSGS's sweeps may use on the circular cone: 2 sweeps a large
-    /// problem's two halves of space at once (`stepper::nsgs`, its
-    /// `Halves`), 1 sweeps them one after the other. Either gives the same
-    /// result, bit for bit; on a one-core machine 2 acts as 1.
+    /// Threads a step may use: with 2, NSGS sweeps a large problem's two
+    /// halves of space at once on the circular cone (`stepper::nsgs`, its
+    /// `Halves`) and the narrow phase runs the candidate pairs' two halves
+    /// at once (`model::rigid::PARALLEL_PAIRS`); with 1, one after the
+    /// other. Either gives the same result, bit for bit; on a one-core
+    /// machine 2 acts as 1.
     pub threads: usize,
 }
 

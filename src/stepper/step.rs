@@ -75,6 +75,7 @@ impl<'a> Step<'a> {
             geometry: Geometry {
                 model,
                 edges: params.friction_edges(),
+                threads: settings.threads,
                 broad: lent.broad,
                 time: Duration::ZERO,
             },
@@ -98,6 +99,8 @@ impl<'a> Step<'a> {
 pub struct Geometry<'a> {
     model: &'a Model,
     edges: usize,
+    /// Threads the narrow phase may use ([`StepSettings::threads`]).
+    threads: usize,
     broad: &'a mut BroadPhase,
     time: Duration,
 }
@@ -107,7 +110,8 @@ impl Geometry<'_> {
     /// friction directions, into `out`.
     pub fn contacts(&mut self, q: &DVector<f64>, margin: f64, out: &mut ContactSet) {
         let clock = Instant::now();
-        self.model.contacts_into(q, self.edges, margin, out);
+        self.model
+            .contacts_into(q, self.edges, margin, out, self.threads);
         self.time += clock.elapsed();
     }
 
@@ -115,7 +119,8 @@ impl Geometry<'_> {
     /// into `out`.
     pub fn gaps(&mut self, q: &DVector<f64>, margin: f64, out: &mut Vec<(ContactId, f64)>) {
         let clock = Instant::now();
-        self.model.gaps_into(q, margin, out, self.broad);
+        self.model
+            .gaps_into(q, margin, out, self.broad, self.threads);
         self.time += clock.elapsed();
     }
 

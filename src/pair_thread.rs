@@ -1,6 +1,8 @@
 //! Fork–join for two: a second thread that runs one closure while the
 //! caller runs another, for the NSGS sweeps' two halves of space
-//! ([`super::nsgs`]).
+//! ([`crate::stepper::nsgs`]) and the narrow phase's two halves of the
+//! candidate pairs ([`crate::model::rigid`]). One helper serves the
+//! process ([`shared`]).
 //!
 //! A sweep of the 1,000-grain silo takes about 40 µs, so the handshake must
 //! cost a few hundred nanoseconds, not the 20–40 µs of waking a sleeping
@@ -15,7 +17,7 @@
 use std::cell::UnsafeCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -135,6 +137,49 @@ impl Drop for PairThread {
             t.thread().unpark();
             let _ = t.join();
         }
+    }
+}
+
+/// Whether the last measurement found two threads faster than one
+/// ([`set_pays`]; NSGS measures it on its first sweeps).
+static PAYS: AtomicBool = AtomicBool::new(true);
+
+/// Whether two threads were faster than one when last measured.
+pub fn pays() -> bool {
+    PAYS.load(Ordering::Relaxed)
+}
+
+/// Records whether two threads were faster than one.
+pub fn set_pays(pays: bool) {
+    PAYS.store(pays, Ordering::Relaxed);
+}
+
+/// The process's helper, started at its first use; `None` on a one-core
+/// machine.
+pub fn shared() -> Option<&'static PairThread> {
+    static SHARED: OnceLock<Option<PairThread>> = OnceLock::new();
+    SHARED.get_or_init(PairThread::start).as_ref()
+}
+
+/// Runs `mine` and `theirs`, on two threads when there is a `pair` and
+/// `work` says the halves are worth it, and returns both results.
+pub fn both<A, B, RA, RB>(pair: Option<&PairThread>, work: bool, mine: A, theirs: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    match pair {
+        Some(pair) if work => {
+            let (mut a, mut b) = (None, None);
+            pair.join(|| a = Some(mine()), || b = Some(theirs()));
+            match (a, b) {
+                (Some(a), Some(b)) => (a, b),
+                // `join` returns only after both ran (or resumes a panic).
+                _ => unreachable!("both halves ran"),
+            }
+        }
+        _ => (mine(), theirs()),
     }
 }
 
