@@ -328,9 +328,10 @@ pub struct Overrides {
     /// NSGS's friction law in space (circular, pyramid); default circular.
     #[arg(long = "cone")]
     pub friction_cone: Option<String>,
-    /// NSGS: threads its sweeps may use, 1 or 2 [default: 2]. The result is
-    /// the same bit for bit; 1 leaves the second core to the rest (the
-    /// viewer's drawing, another run).
+    /// Threads a step may use, 1 or 2 [default: 2]: NSGS's sweeps and the
+    /// narrow phase of large scenes split in two halves. The result is the
+    /// same bit for bit; 1 leaves the second core to the rest (the viewer's
+    /// drawing, another run).
     #[arg(long, allow_hyphen_values = true)]
     pub threads: Option<usize>,
 }
@@ -571,7 +572,6 @@ impl Params {
         for (field, given) in [
             ("tolerance", o.tolerance.is_some()),
             ("max_iterations", o.max_iterations.is_some()),
-            ("threads", o.threads.is_some()),
         ] {
             if given && p.solver != SolverKind::Nsgs {
                 return Err(ParamError::new(

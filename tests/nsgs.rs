@@ -271,14 +271,13 @@ fn the_solver_flags_are_checked() {
         },
         "tolerance",
     );
-    // The sweeps' second thread is NSGS's, and there are two halves.
-    refused(
-        Overrides {
-            threads: Some(2),
-            ..Overrides::default()
-        },
-        "threads",
-    );
+    // A step splits in two halves at most, whatever the solver.
+    let p = with(Overrides {
+        threads: Some(1),
+        ..Overrides::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.solver, SolverKind::Lemke);
     for threads in [0, 3] {
         refused(
             Overrides {
