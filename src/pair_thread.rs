@@ -94,7 +94,7 @@ impl PairThread {
         A: FnOnce(),
         B: FnOnce() + Send,
     {
-        let Ok(_guard) = self.busy.try_lock() else {
+        let Ok(guard) = self.busy.try_lock() else {
             mine();
             theirs();
             return;
@@ -121,6 +121,8 @@ impl PairThread {
             std::hint::spin_loop();
         }
         self.shared.state.store(IDLE, Ordering::Relaxed);
+        // Released before a panic resumes, so that it does not poison.
+        drop(guard);
         if let Err(payload) = mine {
             panic::resume_unwind(payload);
         }
@@ -250,9 +252,10 @@ mod tests {
         };
         let caught = panic::catch_unwind(AssertUnwindSafe(|| pair.join(|| {}, || panic!("half"))));
         assert!(caught.is_err());
-        // The pair still works afterwards.
-        let mut hit = false;
-        pair.join(|| {}, || hit = true);
-        assert!(hit);
+        // The pair still works afterwards, on both threads.
+        let caller = thread::current().id();
+        let mut ran_on = None;
+        pair.join(|| {}, || ran_on = Some(thread::current().id()));
+        assert!(ran_on.is_some_and(|id| id != caller));
     }
 }
