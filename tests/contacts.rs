@@ -5,7 +5,9 @@
 //! identity keep the pivots of a resting pile small.
 
 use contactlab::geometry::Shape;
-use contactlab::model::rigid::{SweepSpace, candidate_pairs, candidate_pairs_into, world_box};
+use contactlab::model::rigid::{
+    PARALLEL_BODIES, SweepSpace, candidate_pairs, candidate_pairs_into, world_box,
+};
 use contactlab::model::{Dimension, Model};
 use contactlab::scene;
 use contactlab::sim::Simulation;
@@ -106,7 +108,13 @@ fn the_broad_phase_in_rows_finds_exactly_the_overlapping_boxes() {
     let mut found = Vec::new();
     let mut touching = 0;
     for case in 0..120 {
-        let n = rng.random_range(2..600);
+        // Every fourth case large enough for the rows on two threads
+        // (`PARALLEL_BODIES`).
+        let n = if case % 4 == 0 {
+            rng.random_range(PARALLEL_BODIES..PARALLEL_BODIES + 600)
+        } else {
+            rng.random_range(2..600)
+        };
         let dimension = if case % 3 == 0 {
             Dimension::Planar
         } else {
@@ -133,7 +141,10 @@ fn the_broad_phase_in_rows_finds_exactly_the_overlapping_boxes() {
                 (c, h)
             })
             .collect();
-        candidate_pairs_into(&boxes, margin, dimension, &mut space, &mut found);
+        candidate_pairs_into(&boxes, margin, dimension, &mut space, &mut found, 1);
+        let mut on_two = Vec::new();
+        candidate_pairs_into(&boxes, margin, dimension, &mut space, &mut on_two, 2);
+        assert_eq!(on_two, found, "case {case}: two threads and one differ");
         let axes = if dimension == Dimension::Planar { 2 } else { 3 };
         let mut expected = Vec::new();
         for i in 0..n {
