@@ -77,7 +77,7 @@ impl PairThread {
         });
         let theirs = Arc::clone(&shared);
         let thread = thread::Builder::new()
-            .name("contactlab-nsgs".into())
+            .name("contactlab-helper".into())
             .spawn(move || helper(&theirs))
             .ok()?;
         Some(Self {
@@ -127,7 +127,7 @@ impl PairThread {
             panic::resume_unwind(payload);
         }
         if self.shared.panicked.swap(false, Ordering::Relaxed) {
-            panic!("the NSGS helper thread panicked");
+            panic!("the helper thread panicked");
         }
     }
 }

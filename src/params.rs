@@ -566,7 +566,7 @@ impl Params {
         {
             return Err(ParamError::new(
                 "threads",
-                format!("{n}: must be 1 or 2 (the sweeps split in two halves)"),
+                format!("{n}: must be 1 or 2 (a step's work splits in two halves)"),
             ));
         }
         for (field, given) in [

@@ -689,7 +689,7 @@ impl RigidSystem {
             found_b,
             ..
         } = &mut broad;
-        match parallel(threads, pairs.len()) {
+        match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => self.visit_pairs(q, margin, pairs, points, |id, gap, point_a, b, normal| {
                 self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
             }),
@@ -766,7 +766,7 @@ impl RigidSystem {
                 into.push((id, gap))
             });
         };
-        match parallel(threads, pairs.len()) {
+        match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => collect(pairs, points, out),
             Some(pair) => {
                 let (first, second) = pairs.split_at(pairs.len() / 2);
@@ -1042,10 +1042,11 @@ impl RigidSystem {
 /// the handshake costs more than half the pairs' narrow phase.
 pub const PARALLEL_PAIRS: usize = 512;
 
-/// The helper thread for a narrow phase of `pairs` candidate pairs, when
-/// `threads` allows two and there are enough pairs.
-fn parallel(threads: usize, pairs: usize) -> Option<&'static PairThread> {
-    if threads >= 2 && pairs >= PARALLEL_PAIRS && pair_thread::pays() {
+/// The helper thread for a geometry pass over `count` items (pairs,
+/// bodies), when `threads` allows two, there are at least `least` items and
+/// two threads were the faster when last measured.
+fn parallel(threads: usize, count: usize, least: usize) -> Option<&'static PairThread> {
+    if threads >= 2 && count >= least && pair_thread::pays() {
         pair_thread::shared()
     } else {
         None
@@ -1285,12 +1286,7 @@ pub fn candidate_pairs_into(
     // Two threads sweep half the rows each (the second also the large
     // boxes) and sort their pairs; the two sorted lists merge into the
     // same list as one thread's.
-    let helper = if threads >= 2 && n >= PARALLEL_BODIES && pair_thread::pays() {
-        pair_thread::shared()
-    } else {
-        None
-    };
-    match helper {
+    match parallel(threads, n, PARALLEL_BODIES) {
         None => sweep_rows(0..rows.len(), true, pairs),
         Some(helper) => {
             let half = rows.len() / 2;

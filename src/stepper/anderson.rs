@@ -205,7 +205,6 @@ impl Anderson {
         let m = self.memory;
         let norm = sums.norm;
         let restart = self.restarts(norm);
-        let first = self.last_norm.is_none();
         self.last_norm = Some(norm);
         let plain = Step {
             gamma: [0.0; MAX_MEMORY],
@@ -213,10 +212,8 @@ impl Anderson {
             count: 0,
             mixes: false,
         };
-        let Some(slot) = plan
-            .slot
-            .filter(|_| m > 0 && !restart && norm.is_finite() && !first)
-        else {
+        // The plan has no slot without memory or without a last iterate.
+        let Some(slot) = plan.slot.filter(|_| !restart && norm.is_finite()) else {
             self.count = 0;
             self.oldest = 0;
             return plain;

@@ -531,7 +531,7 @@ fn solve_cone(
         }
         add_cones(&mut joined, cones, arena);
     }
-    halves.split(cones, contacts, problem.dof);
+    halves.split(cones, contacts, problem.dof, block);
 
     let mut status = LcpStatus::SweepLimit;
     let mut residual = f64::INFINITY;
@@ -607,7 +607,7 @@ fn solve_cone(
             if grew {
                 // Joined contacts are swept in the problem's order (the
                 // broad phase's, neighbours near each other), not last.
-                halves.split(cones, contacts, problem.dof);
+                halves.split(cones, contacts, problem.dof, block);
             }
             if residual <= limits.tolerance && !grew {
                 status = LcpStatus::Solved;
@@ -859,10 +859,18 @@ impl Halves {
     /// Splits `cones` and stores them in the parts' order, each part in the
     /// problem's (contact) order; small problems, and those whose rows are
     /// not rigid bodies' blocks, stay whole, in the problem's order.
-    fn split(&mut self, cones: &mut [Cone], contacts: &[&crate::model::Contact], dof: usize) {
+    /// `block` is [`padded_block`]'s: every block of the problem is one
+    /// rigid body's, on the bodies' grid (0 when not).
+    fn split(
+        &mut self,
+        cones: &mut [Cone],
+        contacts: &[&crate::model::Contact],
+        dof: usize,
+        block: usize,
+    ) {
         let n = cones.len();
         self.ends = [n, n];
-        if !self.split_parts(cones, contacts, dof) {
+        if !self.split_parts(cones, contacts, dof, block) {
             self.permutation.clear();
             self.permutation.extend(
                 cones
@@ -891,23 +899,12 @@ impl Halves {
         cones: &mut [Cone],
         contacts: &[&crate::model::Contact],
         dof: usize,
+        block: usize,
     ) -> bool {
         let n = cones.len();
-        let block = match cones.first().map(|c| c.span.shape) {
-            Some(Shape::Space) => 6,
-            Some(Shape::Plane) => 3,
-            _ => return false,
-        };
-        // A general span reads the whole velocity; a block off the bodies'
-        // grid would share a padded slot.
-        let shape = cones.first().map(|c| c.span.shape);
-        let uniform = cones.iter().all(|c| {
-            Some(c.span.shape) == shape
-                && c.span.blocks[..c.span.count]
-                    .iter()
-                    .all(|b| b.len == block && b.start % block == 0)
-        });
-        if n < SPLIT_MIN || !uniform {
+        // Off the bodies' grid (a general span reads the whole velocity) the
+        // halves' bodies could not be told apart.
+        if block == 0 || n < SPLIT_MIN {
             return false;
         }
         self.points.clear();
