@@ -320,6 +320,120 @@ impl Anderson {
 /// The most past differences combined.
 pub const MAX_MEMORY: usize = 16;
 
+/// Partial sums of [`Piece::first_pass`]'s products: the entries i, i +
+/// LANES, … go to one (four: 256-bit registers of f64).
+const LANES: usize = 4;
+
+/// The partial sums added up, in a fixed order.
+fn lanes_sum(lanes: [f64; LANES]) -> f64 {
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+}
+
+/// `visit(i, lane)` for i in 0..n, in groups of [`LANES`] (lane = i mod
+/// LANES), unrolled so that the group's work can share vector registers.
+#[inline(always)]
+fn by_lanes(n: usize, mut visit: impl FnMut(usize, usize)) {
+    let whole = n - n % LANES;
+    for group in (0..whole).step_by(LANES) {
+        for lane in 0..LANES {
+            visit(group + lane, lane);
+        }
+    }
+    for i in whole..n {
+        visit(i, i - whole);
+    }
+}
+
+with_avx2! {
+/// aᵀb over [`LANES`] partial sums.
+///
+/// # Safety
+/// None beyond the types' (`unsafe` for [`with_avx2`]).
+unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut lanes = [0.0; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (a, b) in ac.zip(bc) {
+        for l in 0..LANES {
+            lanes[l] += a[l] * b[l];
+        }
+    }
+    for (l, (a, b)) in ar.iter().zip(br).enumerate() {
+        lanes[l] += a * b;
+    }
+    lanes_sum(lanes)
+}
+}
+
+with_avx2! {
+/// f = g − x into x and into `last_f`, g into `last_g`; returns ‖f‖².
+///
+/// # Safety
+/// None beyond the types' (`unsafe` for [`with_avx2`]); the slices are
+/// of one length.
+unsafe fn plain_column(x: &mut [f64], g: &[f64], last_f: &mut [f64], last_g: &mut [f64]) -> f64 {
+    let n = x.len();
+    let (g, last_f, last_g) = (&g[..n], &mut last_f[..n], &mut last_g[..n]);
+    let mut norm = [0.0; LANES];
+    by_lanes(n, |i, lane| {
+        let f = g[i] - x[i];
+        x[i] = f;
+        norm[lane] += f * f;
+        last_f[i] = f;
+        last_g[i] = g[i];
+    });
+    lanes_sum(norm)
+}
+}
+
+with_avx2! {
+/// f = g − x into x, the new column Δf = f − last f into `df` and Δg =
+/// g − last g into `dg`, f and g kept as the last; returns ‖f‖², ‖Δf‖²
+/// and Δfᵀf.
+///
+/// # Safety
+/// None beyond the types' (`unsafe` for [`with_avx2`]); the slices are
+/// of one length.
+unsafe fn new_column(
+    x: &mut [f64],
+    g: &[f64],
+    last_f: &mut [f64],
+    last_g: &mut [f64],
+    df: &mut [f64],
+    dg: &mut [f64],
+) -> [f64; 3] {
+    let n = x.len();
+    let (g, last_f, last_g) = (&g[..n], &mut last_f[..n], &mut last_g[..n]);
+    let (df, dg) = (&mut df[..n], &mut dg[..n]);
+    let (mut norm, mut square, mut with_f) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+    by_lanes(n, |i, lane| {
+        let f = g[i] - x[i];
+        x[i] = f;
+        let d = f - last_f[i];
+        df[i] = d;
+        dg[i] = g[i] - last_g[i];
+        norm[lane] += f * f;
+        square[lane] += d * d;
+        with_f[lane] += d * f;
+        last_f[i] = f;
+        last_g[i] = g[i];
+    });
+    [lanes_sum(norm), lanes_sum(square), lanes_sum(with_f)]
+}
+}
+
+with_avx2! {
+/// x −= γ d.
+///
+/// # Safety
+/// None beyond the types' (`unsafe` for [`with_avx2`]).
+unsafe fn subtract_scaled(x: &mut [f64], gamma: f64, d: &[f64]) {
+    for (o, d) in x.iter_mut().zip(d) {
+        *o -= gamma * d;
+    }
+}
+}
+
 /// [`Anderson::plan`].
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -391,38 +505,32 @@ impl Piece<'_> {
 
     /// f = g − x (kept in x), the new column (f − last f, g − last g) in
     /// the plan's slot, f and g kept as the last iterate's, and the sums
-    /// over this piece, in one pass.
+    /// over this piece.
+    ///
+    /// The new column is written in one pass and its products with the
+    /// other columns follow, one column a pass; every sum runs over
+    /// [`LANES`] interleaved partial sums, which the compiler keeps in one
+    /// vector register (a single running sum forces one addition after
+    /// another). Entry by entry with all the products at once, this was a
+    /// third as long as a sweep on the 1,000-grain silo.
     pub fn first_pass(&mut self, plan: &Plan) -> Sums {
         let mut sums = Sums::default();
         let others = &plan.others[..plan.other_count];
-        match plan.slot {
-            Some(slot) => {
-                let (df, dg) = (&mut self.df, &mut self.dg);
-                for i in 0..self.x.len() {
-                    let f = self.g[i] - self.x[i];
-                    self.x[i] = f;
-                    sums.norm += f * f;
-                    let d = f - self.last_f[i];
-                    df[slot][i] = d;
-                    dg[slot][i] = self.g[i] - self.last_g[i];
-                    sums.square += d * d;
-                    sums.with_f += d * f;
-                    for (sum, &s) in sums.dots.iter_mut().zip(others) {
-                        *sum += df[s][i] * d;
-                    }
-                    self.last_f[i] = f;
-                    self.last_g[i] = self.g[i];
-                }
-            }
-            None => {
-                for i in 0..self.x.len() {
-                    let f = self.g[i] - self.x[i];
-                    self.x[i] = f;
-                    sums.norm += f * f;
-                    self.last_f[i] = f;
-                    self.last_g[i] = self.g[i];
-                }
-            }
+        let n = self.x.len();
+        let (x, g) = (&mut self.x[..n], &self.g[..n]);
+        let (last_f, last_g) = (&mut self.last_f[..n], &mut self.last_g[..n]);
+        let Some(slot) = plan.slot else {
+            // SAFETY: no contract beyond the types'.
+            sums.norm = unsafe { plain_column(x, g, last_f, last_g) };
+            return sums;
+        };
+        let (df, dg) = (&mut self.df[slot][..n], &mut self.dg[slot][..n]);
+        // SAFETY: as above.
+        [sums.norm, sums.square, sums.with_f] = unsafe { new_column(x, g, last_f, last_g, df, dg) };
+        let new = &self.df[slot][..n];
+        for (sum, &s) in sums.dots.iter_mut().zip(others) {
+            // SAFETY: as above.
+            *sum = unsafe { dot(&self.df[s][..n], new) };
         }
         sums
     }
@@ -434,10 +542,8 @@ impl Piece<'_> {
             return;
         }
         for (k, &s) in step.slots[..step.count].iter().enumerate() {
-            let gamma = step.gamma[k];
-            for (o, d) in self.x.iter_mut().zip(self.dg[s].iter()) {
-                *o -= gamma * d;
-            }
+            // SAFETY: no contract beyond the types'.
+            unsafe { subtract_scaled(self.x, step.gamma[k], self.dg[s]) };
         }
     }
 }
