@@ -1,7 +1,8 @@
 //! Fork–join for two: a second thread that runs one closure while the
 //! caller runs another, for the NSGS sweeps' two halves of space
-//! ([`crate::stepper::nsgs`]) and the narrow phase's two halves of the
-//! candidate pairs ([`crate::model::rigid`]). One helper serves the
+//! ([`crate::stepper::nsgs`]), the narrow phase's two halves of the
+//! candidate pairs and the broad phase's two halves of its rows
+//! ([`crate::model::rigid`]). One helper serves the
 //! process ([`shared`]).
 //!
 //! A sweep of the 1,000-grain silo takes about 40 µs, so the handshake must

@@ -346,10 +346,7 @@ fn by_lanes(n: usize, mut visit: impl FnMut(usize, usize)) {
 
 with_avx2! {
 /// aᵀb over [`LANES`] partial sums.
-///
-/// # Safety
-/// None beyond the types' (`unsafe` for [`with_avx2`]).
-unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
+fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut lanes = [0.0; LANES];
     let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let (ar, br) = (ac.remainder(), bc.remainder());
@@ -367,11 +364,8 @@ unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 with_avx2! {
 /// f = g − x into x and into `last_f`, g into `last_g`; returns ‖f‖².
-///
-/// # Safety
-/// None beyond the types' (`unsafe` for [`with_avx2`]); the slices are
-/// of one length.
-unsafe fn plain_column(x: &mut [f64], g: &[f64], last_f: &mut [f64], last_g: &mut [f64]) -> f64 {
+/// The slices are of one length.
+fn plain_column(x: &mut [f64], g: &[f64], last_f: &mut [f64], last_g: &mut [f64]) -> f64 {
     let n = x.len();
     let (g, last_f, last_g) = (&g[..n], &mut last_f[..n], &mut last_g[..n]);
     let mut norm = [0.0; LANES];
@@ -390,11 +384,8 @@ with_avx2! {
 /// f = g − x into x, the new column Δf = f − last f into `df` and Δg =
 /// g − last g into `dg`, f and g kept as the last; returns ‖f‖², ‖Δf‖²
 /// and Δfᵀf.
-///
-/// # Safety
-/// None beyond the types' (`unsafe` for [`with_avx2`]); the slices are
-/// of one length.
-unsafe fn new_column(
+/// The slices are of one length.
+fn new_column(
     x: &mut [f64],
     g: &[f64],
     last_f: &mut [f64],
@@ -424,10 +415,7 @@ unsafe fn new_column(
 
 with_avx2! {
 /// x −= γ d.
-///
-/// # Safety
-/// None beyond the types' (`unsafe` for [`with_avx2`]).
-unsafe fn subtract_scaled(x: &mut [f64], gamma: f64, d: &[f64]) {
+fn subtract_scaled(x: &mut [f64], gamma: f64, d: &[f64]) {
     for (o, d) in x.iter_mut().zip(d) {
         *o -= gamma * d;
     }
@@ -520,17 +508,14 @@ impl Piece<'_> {
         let (x, g) = (&mut self.x[..n], &self.g[..n]);
         let (last_f, last_g) = (&mut self.last_f[..n], &mut self.last_g[..n]);
         let Some(slot) = plan.slot else {
-            // SAFETY: no contract beyond the types'.
-            sums.norm = unsafe { plain_column(x, g, last_f, last_g) };
+            sums.norm = plain_column(x, g, last_f, last_g);
             return sums;
         };
         let (df, dg) = (&mut self.df[slot][..n], &mut self.dg[slot][..n]);
-        // SAFETY: as above.
-        [sums.norm, sums.square, sums.with_f] = unsafe { new_column(x, g, last_f, last_g, df, dg) };
+        [sums.norm, sums.square, sums.with_f] = new_column(x, g, last_f, last_g, df, dg);
         let new = &self.df[slot][..n];
         for (sum, &s) in sums.dots.iter_mut().zip(others) {
-            // SAFETY: as above.
-            *sum = unsafe { dot(&self.df[s][..n], new) };
+            *sum = dot(&self.df[s][..n], new);
         }
         sums
     }
@@ -542,8 +527,7 @@ impl Piece<'_> {
             return;
         }
         for (k, &s) in step.slots[..step.count].iter().enumerate() {
-            // SAFETY: no contract beyond the types'.
-            unsafe { subtract_scaled(self.x, step.gamma[k], self.dg[s]) };
+            subtract_scaled(self.x, step.gamma[k], self.dg[s]);
         }
     }
 }

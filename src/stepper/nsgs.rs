@@ -827,10 +827,11 @@ const PAD: usize = 8;
 /// The sweeps' order over the cones when a problem is large enough
 /// ([`SPLIT_MIN`]): the contacts in the lower half of space (along the
 /// contact points' widest axis, cut where their work halves,
-/// [`weighted_median`]), then those in the upper half, then those with a body that contacts on both sides touch.
-/// The first two touch disjoint bodies, so two threads sweep them at once
-/// ([`PairThread`]) and the third part after them; one thread sweeps the
-/// same order, so the result does not depend on the threads. The
+/// [`weighted_median`]), then those in the upper half, then those with a
+/// body that contacts on both sides touch. The first two touch disjoint
+/// bodies, so two threads sweep them at once ([`PairThread`]) and the third
+/// part after them; one thread sweeps the same order, so the result does
+/// not depend on the threads. The
 /// acceleration's passes and its combination run in the same parts on the
 /// same threads ([`Anderson::pieces`]), so that each thread keeps its
 /// cones, its impulses and its bodies in its own cache. On the silos the
