@@ -118,6 +118,109 @@ fn two_spheres_gap_and_normal_along_centre_line() {
     assert_well_formed(&contacts);
 }
 
+/// Two balls take a closed form instead of parry's dispatcher: on random
+/// pairs (radii 0.05–1, centres up to 2 apart, rotated, overlapping or
+/// apart, margins of either sign) its one point is parry's own ball–ball
+/// contact (`parry3d_f64::query::contact`, `parry2d_f64` in the plane) up to
+/// rounding, it is kept exactly when parry's is within the margin, and it
+/// carries the feature of parry's ball–ball manifold (face 0 on both).
+#[test]
+fn two_balls_in_closed_form_are_parrys_contact() {
+    use parry2d_f64 as p2;
+    use parry3d_f64 as p3;
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let face = {
+        let packed = p3::shape::PackedFeatureId::face(0).0;
+        let code = packed & 0x3fff_ffff;
+        ((packed >> 30) << 14) | ((code ^ (code >> 14) ^ (code >> 28)) & 0x3fff)
+    };
+    let (mut kept, mut dropped) = (0, 0);
+    for _ in 0..2_000 {
+        let (ra, rb) = (0.05 + 0.95 * next(), 0.05 + 0.95 * next());
+        let mut point = || [4.0 * next() - 2.0, 4.0 * next() - 2.0, 4.0 * next() - 2.0];
+        let (ta, tb) = (point(), point());
+        let (wa, wb) = (point(), point());
+        let margin = 0.6 * next() - 0.1;
+
+        // In space.
+        let (a, b) = (iso3(ta, wa), iso3(tb, wb));
+        let ours = pair::contacts_3d(&sphere(ra), &a, &sphere(rb), &b, margin);
+        let pose = |iso: &Isometry3<f64>| {
+            let (t, q) = (iso.translation.vector, iso.rotation.coords);
+            p3::math::Pose::from_parts(
+                p3::math::Vector::new(t.x, t.y, t.z),
+                p3::math::Rotation::from_xyzw(q.x, q.y, q.z, q.w),
+            )
+        };
+        let theirs = p3::query::contact(
+            &pose(&a),
+            &p3::shape::Ball::new(ra),
+            &pose(&b),
+            &p3::shape::Ball::new(rb),
+            margin.max(0.0),
+        )
+        .expect("balls are supported")
+        .filter(|c| c.dist <= margin);
+        match (ours.as_slice(), theirs) {
+            ([c], Some(t)) => {
+                let v = |p: p3::math::Vector| Vector3::new(p.x, p.y, p.z);
+                assert_close(c.gap, t.dist, 1e-12, "gap");
+                assert_vec_close(&c.normal, &-v(t.normal1), 1e-12, "normal");
+                assert_vec_close(&c.point_a, &v(t.point1), 1e-12, "point_a");
+                assert_vec_close(&c.point_b, &v(t.point2), 1e-12, "point_b");
+                assert_eq!(c.feature, (face << 16) | face, "feature");
+                assert_well_formed(&ours);
+                kept += 1;
+            }
+            ([], None) => dropped += 1,
+            (ours, theirs) => panic!("ours {ours:?}, parry's {theirs:?}"),
+        }
+
+        // In the plane.
+        let (a, b) = (iso2(ta[0], ta[1], wa[2]), iso2(tb[0], tb[1], wb[2]));
+        let ours = pair::contacts_2d(&sphere(ra), &a, &sphere(rb), &b, margin);
+        let pose = |iso: &Isometry2<f64>| {
+            let t = iso.translation.vector;
+            p2::math::Pose::from_parts(
+                p2::math::Vector::new(t.x, t.y),
+                p2::math::Rotation::from_cos_sin_unchecked(iso.rotation.re, iso.rotation.im),
+            )
+        };
+        let theirs = p2::query::contact(
+            &pose(&a),
+            &p2::shape::Ball::new(ra),
+            &pose(&b),
+            &p2::shape::Ball::new(rb),
+            margin.max(0.0),
+        )
+        .expect("disks are supported")
+        .filter(|c| c.dist <= margin);
+        match (ours.as_slice(), theirs) {
+            ([c], Some(t)) => {
+                let v = |p: p2::math::Vector| Vector3::new(p.x, p.y, 0.0);
+                assert_close(c.gap, t.dist, 1e-12, "planar gap");
+                assert_vec_close(&c.normal, &-v(t.normal1), 1e-12, "planar normal");
+                assert_vec_close(&c.point_a, &v(t.point1), 1e-12, "planar point_a");
+                assert_vec_close(&c.point_b, &v(t.point2), 1e-12, "planar point_b");
+                assert_eq!(c.feature, (face << 16) | face, "planar feature");
+            }
+            ([], None) => {}
+            (ours, theirs) => panic!("in the plane: ours {ours:?}, parry's {theirs:?}"),
+        }
+    }
+    // Both branches were taken often.
+    assert!(
+        kept > 200 && dropped > 200,
+        "kept {kept}, dropped {dropped}"
+    );
+}
+
 /// Bottom corners of a unit cube (half extents 0.5) in the world.
 fn bottom_corners(pose: &Isometry3<f64>) -> Vec<Vector3<f64>> {
     [(0.5, 0.5), (0.5, -0.5), (-0.5, 0.5), (-0.5, -0.5)]

@@ -7,7 +7,9 @@
 //! four points (two in the plane) and a capsule lying on a box one point per end
 //! cap. Two capsules in space are the exception: parry's manifold is their
 //! closest pair alone, and this module adds the ends of the cores' overlap
-//! when they lie side by side (`capsule_pair_3d`). Each call starts from an
+//! when they lie side by side (`capsule_pair_3d`). Two balls skip the
+//! dispatcher: their one point is parry's in closed form ([`balls_into`],
+//! the grains of the granular scenes). Each call starts from an
 //! empty manifold, so the result depends only on the two shapes and their
 //! poses (no contact cache is carried between calls).
 //!
@@ -83,6 +85,19 @@ pub fn contacts_3d_into(
     if margin.is_nan() || !isometry3_is_finite(pose_a) || !isometry3_is_finite(pose_b) {
         return;
     }
+    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (shape_a, shape_b) {
+        let (xa, xb) = (pose_a.translation.vector, pose_b.translation.vector);
+        balls_into(
+            xa,
+            *ra,
+            xb,
+            *rb,
+            margin,
+            || pose_a.rotation * Vector3::y(),
+            out,
+        );
+        return;
+    }
     let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
     SCRATCH_3D.with_borrow_mut(|(manifolds, raw)| {
         // Empty: each call starts without a contact cache.
@@ -115,6 +130,48 @@ pub fn contacts_3d_into(
         raw_3d(manifolds, shape_a, pose_a, shape_b, pose_b, raw);
         let scale = bounding_radius(shape_a, 3) + bounding_radius(shape_b, 3);
         finish(raw, margin, scale, out);
+    });
+}
+
+/// Two balls (disks in the plane, z = 0) centred at `xa` and `xb`, in
+/// closed form: parry's ball–ball manifold (`contact_manifold_ball_ball`:
+/// one point on the line of the centres, both named face 0, kept while the
+/// gap is below the prediction distance max(margin, 0)) and then
+/// [`finish`]'s filter (gap ≤ margin), without the dispatcher, the manifold
+/// and the filtering that a single point does not need. Parry works in A's
+/// frame and this in the world's, so the two differ by rounding only
+/// (`tests/geometry.rs` compares them). `a_up` gives A's +y axis in the
+/// world, parry's normal for coincident centres. Appends to `out`; non-finite
+/// input gives nothing. The dispatcher's path took a tenth of a granular step
+/// (the 1,000-grain silo's geometry 2.4 → 1.9 ms a step).
+pub fn balls_into(
+    xa: Vector3<f64>,
+    ra: f64,
+    xb: Vector3<f64>,
+    rb: f64,
+    margin: f64,
+    a_up: impl FnOnce() -> Vector3<f64>,
+    out: &mut Vec<PairContact>,
+) {
+    let d = xb - xa;
+    let distance = d.norm();
+    let gap = distance - ra - rb;
+    if !(gap < margin.max(0.0) && gap <= margin) {
+        return;
+    }
+    // A's normal, out of A towards B (parry's local_n1).
+    let n1 = if distance != 0.0 {
+        d / distance
+    } else {
+        a_up()
+    };
+    let face = compact_feature(p3::shape::PackedFeatureId::face(0).0);
+    out.push(PairContact {
+        point_a: xa + n1 * ra,
+        point_b: xb - n1 * rb,
+        normal: -n1,
+        gap,
+        feature: (face << 16) | face,
     });
 }
 
@@ -347,6 +404,23 @@ pub fn contacts_2d_into(
         return;
     };
     if margin.is_nan() || !isometry2_is_finite(pose_a) || !isometry2_is_finite(pose_b) {
+        return;
+    }
+    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (shape_a, shape_b) {
+        let planar = |v: Vector2<f64>| Vector3::new(v.x, v.y, 0.0);
+        let (xa, xb) = (
+            planar(pose_a.translation.vector),
+            planar(pose_b.translation.vector),
+        );
+        balls_into(
+            xa,
+            *ra,
+            xb,
+            *rb,
+            margin,
+            || planar(pose_a.rotation * Vector2::y()),
+            out,
+        );
         return;
     }
     let pos12 = to_pose2(&pose_a.inv_mul(pose_b));
