@@ -377,19 +377,18 @@ impl Posing<'_, '_> {
             mu,
         } = &mut *self.terms;
         normal_terms.clear();
-        normal_terms.extend(
-            contacts
-                .iter()
-                .zip(restitution.iter())
-                .map(|(c, &(eps_n, _))| eps_n * c.jacobian.normal_dot(u_start)),
-        );
         friction_terms.clear();
-        friction_terms.extend(contacts.iter().zip(restitution.iter()).flat_map(
-            |(c, &(_, eps_t))| {
-                (0..c.jacobian.friction_count())
-                    .map(move |i| eps_t * c.jacobian.dot(i + 1, u_start))
-            },
-        ));
+        for (c, &(eps_n, eps_t)) in contacts.iter().zip(restitution.iter()) {
+            let jac = &c.jacobian;
+            let k = jac.friction_count();
+            // n and the directions in one pass over the blocks where the
+            // granular scenes' contacts have them all (the same sums as a
+            // row at a time).
+            let five = (k == 4).then(|| jac.dots::<5>(u_start));
+            let row = |r: usize| five.map_or_else(|| jac.dot(r, u_start), |d| d[r]);
+            normal_terms.push(eps_n * row(0));
+            friction_terms.extend((0..k).map(|i| eps_t * row(i + 1)));
+        }
         mu.clear();
         mu.resize(contacts.len(), self.params.mu);
         let problem = ContactProblem {

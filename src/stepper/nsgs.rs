@@ -391,23 +391,6 @@ fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix3<f64> {
     block
 }
 
-/// (J_j v)_{n,t₁,t₂} plus the scheme's terms: the local velocity u (no
-/// second tangent in the plane).
-fn local_velocity(
-    jac: &ContactJacobian,
-    velocity: &DVector<f64>,
-    terms: &Vector3<f64>,
-    planar: bool,
-) -> Vector3<f64> {
-    let [n, t1, t2] = if planar {
-        let [n, t] = jac.dots::<2>(velocity);
-        [n, t, 0.0]
-    } else {
-        jac.dots::<3>(velocity)
-    };
-    Vector3::new(n, t1, t2) + terms
-}
-
 /// NSGS on the circular cone (module documentation).
 fn solve_cone(
     problem: &ContactProblem<'_>,
@@ -678,7 +661,15 @@ fn solve_cone(
             Some(cone) => (cone.r, cone.terms, cone.mu),
             None => (Vector3::zeros(), Vector3::zeros(), problem.mu[j]),
         };
-        let u = local_velocity(jac, &velocity, &terms, planar);
+        // The normal and every direction's row in one pass (the same sums
+        // as a row at a time): n, t₁, t₂, −t₁, −t₂ (n, t, −t in the plane).
+        let rows = if planar {
+            let [n, t, back] = jac.dots::<3>(&velocity);
+            [n, t, back, 0.0, 0.0]
+        } else {
+            jac.dots::<5>(&velocity)
+        };
+        let u = Vector3::new(rows[0], rows[1], if planar { 0.0 } else { rows[2] }) + terms;
         let slip = u.y.hypot(u.z);
         let spatial = [r.y.max(0.0), r.z.max(0.0), (-r.y).max(0.0), (-r.z).max(0.0)];
         let in_plane = [r.y.max(0.0), (-r.y).max(0.0)];
@@ -692,7 +683,7 @@ fn solve_cone(
                 .get(starts[j] + i)
                 .copied()
                 .unwrap_or(0.0);
-            wv[starts[j] + i] = jac.dot(i + 1, &velocity) + term + slip;
+            wv[starts[j] + i] = rows[i + 1] + term + slip;
         }
         z[layout.lambda(j)] = slip;
         wv[layout.lambda(j)] = mu * r.x - r.y.hypot(r.z);
@@ -874,7 +865,7 @@ impl Halves {
     /// rigid body's, on the bodies' grid (0 when not).
     fn split(
         &mut self,
-        cones: &mut [Cone],
+        cones: &mut Vec<Cone>,
         contacts: &[&crate::model::Contact],
         dof: usize,
         block: usize,
@@ -896,18 +887,20 @@ impl Halves {
     /// Puts `cones` in the order of the sorted [`Halves::permutation`]:
     /// sorting the keys and moving each cone once, where sorting the cones
     /// themselves (300 bytes each) moved them a dozen times.
-    fn reorder(&mut self, cones: &mut [Cone]) {
+    fn reorder(&mut self, cones: &mut Vec<Cone>) {
         self.permutation.sort_unstable();
         self.moved.clear();
         self.moved
             .extend(self.permutation.iter().map(|&(_, _, i)| cones[i as usize]));
-        cones.copy_from_slice(&self.moved);
+        // The moved cones become the cones (no copy back); the old storage
+        // is the next reorder's.
+        std::mem::swap(cones, &mut self.moved);
     }
 
     /// [`Halves::split`], false when the problem stays whole.
     fn split_parts(
         &mut self,
-        cones: &mut [Cone],
+        cones: &mut Vec<Cone>,
         contacts: &[&crate::model::Contact],
         dof: usize,
         block: usize,
