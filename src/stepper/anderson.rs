@@ -89,7 +89,7 @@ impl Anderson {
     /// [`Anderson::reset`], writes the next iterate into `x`. Returns false
     /// when that is `g` itself (no history yet, a restart, a pause or a
     /// degenerate least squares).
-    pub fn next(&mut self, x: &mut [f64], g: &[f64]) -> bool {
+    pub fn next(&mut self, x: &mut [f64], g: &mut [f64]) -> bool {
         let plan = self.plan();
         let sums = {
             let [mut piece, ..] = self.pieces(x, g, [x.len(); 2]);
@@ -135,7 +135,7 @@ impl Anderson {
     pub fn pieces<'a>(
         &'a mut self,
         x: &'a mut [f64],
-        g: &'a [f64],
+        g: &'a mut [f64],
         cuts: [usize; 2],
     ) -> [Piece<'a>; 3] {
         assert!(
@@ -164,8 +164,7 @@ impl Anderson {
             out
         };
         let [xa, xb, xc] = three(x);
-        let (gab, gc) = g.split_at(b);
-        let (ga, gb) = gab.split_at(a);
+        let [ga, gb, gc] = three(g);
         let [fa, fb, fc] = three(&mut self.last_f);
         let [la, lb, lc] = three(&mut self.last_g);
         let [dfa, dfb, dfc] = columns(&mut self.df);
@@ -478,7 +477,7 @@ impl Step {
 /// ([`Anderson::pieces`]).
 pub struct Piece<'a> {
     x: &'a mut [f64],
-    g: &'a [f64],
+    g: &'a mut [f64],
     last_f: &'a mut [f64],
     last_g: &'a mut [f64],
     df: Vec<&'a mut [f64]>,
@@ -489,6 +488,12 @@ impl Piece<'_> {
     /// The entries of the next iterate ([`Piece::second_pass`]).
     pub fn next(&self) -> &[f64] {
         self.x
+    }
+
+    /// The piece's entries of the iterate x and of its image G(x), for the
+    /// iteration to write before [`Piece::first_pass`].
+    pub fn iterate(&mut self) -> (&mut [f64], &mut [f64]) {
+        (self.x, self.g)
     }
 
     /// f = g − x (kept in x), the new column (f − last f, g − last g) in
@@ -552,14 +557,14 @@ mod tests {
             anderson.reset(n);
             let mut x = vec![0.0; n];
             for iteration in 1..=10_000 {
-                let g = map(&x);
+                let mut g = map(&x);
                 let error = (0..n)
                     .map(|i| (g[i] - exact[i]).abs() / exact[i])
                     .fold(0.0, f64::max);
                 if error < 1e-12 {
                     return (iteration, g);
                 }
-                anderson.next(&mut x, &g);
+                anderson.next(&mut x, &mut g);
             }
             panic!("no convergence with memory {memory}");
         };

@@ -539,28 +539,41 @@ fn solve_cone(
         // into x and G(x), the acceleration's iterate and image.
         x.resize(3 * cones.len(), 0.0);
         g.resize(3 * cones.len(), 0.0);
-        let [a, b, c] = halves.parts(cones);
-        let work = !b.is_empty();
-        let [xa, xb, xc] = cut3(x, [3 * a.len(), 3 * (a.len() + b.len())]);
-        let [ga, gb, gc] = cut3(g, [3 * a.len(), 3 * (a.len() + b.len())]);
-        let probing = work && helper.is_some() && sweeps <= PROBE_SWEEPS;
+        let probing = helper.is_some() && sweeps <= PROBE_SWEEPS;
         let two = sweeps % 2 == 0;
         let clock = Instant::now();
-        // SAFETY: the halves' bodies are disjoint ([`Halves`]); the third
-        // part runs alone after them.
-        let ((ca, sa), (cb, sb)) = both(
-            if probing {
+        // Each part's sweep is followed at once by the acceleration's first
+        // pass over its entries, on the same thread: those entries are final
+        // once the part is swept (the third part moves only its own), and
+        // the sums add up in the same order as in passes of their own.
+        let plan = anderson.plan();
+        let cuts = halves.ends.map(|e| 3 * e.min(cones.len()));
+        let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
+        let [a, b, c] = halves.parts(cones);
+        let work = !b.is_empty();
+        let accelerated = memory > 0;
+        let swept = |cones: &mut [Cone], piece: &mut super::anderson::Piece<'_>| {
+            let (before, after) = piece.iterate();
+            // SAFETY: the two halves' bodies are disjoint ([`Halves`]), and
+            // the third part runs alone after them.
+            let (change, size) = unsafe { sweep(cones, before, after, arena, w, v) };
+            let sums = accelerated.then(|| piece.first_pass(&plan));
+            (change, size, sums)
+        };
+        let ((ca, sa, fa), (cb, sb, fb)) = both(
+            if probing && work {
                 helper.filter(|_| two)
             } else {
                 pair
             },
             work,
-            || unsafe { sweep(a, xa, ga, arena, w, v) },
-            || unsafe { sweep(b, xb, gb, arena, w, v) },
+            || swept(a, &mut pa),
+            || swept(b, &mut pb),
         );
-        // SAFETY: alone.
-        let (cc, sc) = unsafe { sweep(c, xc, gc, arena, w, v) };
-        if probing {
+        // The third part, alone.
+        let (cc, sc, fc) = swept(c, &mut pc);
+        let sums = fa.zip(fb).zip(fc).map(|((fa, fb), fc)| fa + fb + fc);
+        if probing && work {
             probe[usize::from(two)] += clock.elapsed();
             if sweeps == PROBE_SWEEPS {
                 let pays = probe[1] < probe[0];
@@ -608,17 +621,12 @@ fn solve_cone(
                 continue;
             }
         }
-        if memory > 0 {
+        if let Some(sums) = sums {
             // The acceleration's passes over x and G(x) run in the sweep's
             // parts too, each on the thread that swept it, and the
             // combination moves each part's cones and bodies there.
             let cuts = halves.ends.map(|e| 3 * e.min(cones.len()));
-            let plan = anderson.plan();
-            let sums = {
-                let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
-                let (sa, sb) = both(pair, work, || pa.first_pass(&plan), || pb.first_pass(&plan));
-                sa + sb + pc.first_pass(&plan)
-            };
+            let work = halves.ends[0] < halves.ends[1].min(cones.len());
             let step = anderson.decide(&plan, sums);
             if step.mixes() {
                 let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
@@ -753,14 +761,6 @@ unsafe fn sweep(
     }
     (change, size)
 }
-}
-
-/// `v` cut at `cuts` into three.
-fn cut3(v: &mut [f64], cuts: [usize; 2]) -> [&mut [f64]; 3] {
-    let b = cuts[1].min(v.len());
-    let (ab, c) = v.split_at_mut(b);
-    let (a, b) = ab.split_at_mut(cuts[0].min(b));
-    [a, b, c]
 }
 
 with_avx2! {
