@@ -118,14 +118,15 @@ fn two_spheres_gap_and_normal_along_centre_line() {
     assert_well_formed(&contacts);
 }
 
-/// Two balls take a closed form instead of parry's dispatcher: on random
-/// pairs (radii 0.05–1, centres up to 2 apart, rotated, overlapping or
-/// apart, margins of either sign) its one point is parry's own ball–ball
-/// contact (`parry3d_f64::query::contact`, `parry2d_f64` in the plane) up to
-/// rounding, it is kept exactly when parry's is within the margin, and it
-/// carries the feature of parry's ball–ball manifold (face 0 on both).
+/// Two balls skip parry's dispatcher (their point computed as its ball–ball
+/// manifold computes it): on random pairs (radii 0.05–1, centres up to 2
+/// apart, rotated, overlapping or apart, margins of either sign) the one
+/// point is parry's own ball–ball contact (`parry3d_f64::query::contact`,
+/// `parry2d_f64` in the plane) up to rounding, it is kept exactly when
+/// parry's is within the margin, and it carries the feature of parry's
+/// ball–ball manifold (face 0 on both).
 #[test]
-fn two_balls_in_closed_form_are_parrys_contact() {
+fn two_balls_without_the_dispatcher_are_parrys_contact() {
     use parry2d_f64 as p2;
     use parry3d_f64 as p3;
     let mut seed = 7u64;

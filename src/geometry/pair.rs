@@ -8,8 +8,9 @@
 //! cap. Two capsules in space are the exception: parry's manifold is their
 //! closest pair alone, and this module adds the ends of the cores' overlap
 //! when they lie side by side (`capsule_pair_3d`). Two balls skip the
-//! dispatcher: their one point is parry's in closed form ([`balls_into`],
-//! the grains of the granular scenes). Each call starts from an
+//! dispatcher: their one point is computed as parry's ball–ball manifold
+//! computes it (`balls_3d`, `balls_2d`; the grains of the granular scenes).
+//! Each call starts from an
 //! empty manifold, so the result depends only on the two shapes and their
 //! poses (no contact cache is carried between calls).
 //!
@@ -85,20 +86,11 @@ pub fn contacts_3d_into(
     if margin.is_nan() || !isometry3_is_finite(pose_a) || !isometry3_is_finite(pose_b) {
         return;
     }
-    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (shape_a, shape_b) {
-        let (xa, xb) = (pose_a.translation.vector, pose_b.translation.vector);
-        balls_into(
-            xa,
-            *ra,
-            xb,
-            *rb,
-            margin,
-            || pose_a.rotation * Vector3::y(),
-            out,
-        );
+    let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
+    if let (Parry3::Ball(a), Parry3::Ball(b)) = (&pa, &pb) {
+        balls_3d(&pos12, a.radius, pose_a, b.radius, pose_b, margin, out);
         return;
     }
-    let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
     SCRATCH_3D.with_borrow_mut(|(manifolds, raw)| {
         // Empty: each call starts without a contact cache.
         manifolds.clear();
@@ -133,43 +125,108 @@ pub fn contacts_3d_into(
     });
 }
 
-/// Two balls (disks in the plane, z = 0) centred at `xa` and `xb`, in
-/// closed form: parry's ball–ball manifold (`contact_manifold_ball_ball`:
-/// one point on the line of the centres, both named face 0, kept while the
-/// gap is below the prediction distance max(margin, 0)) and then
-/// [`finish`]'s filter (gap ≤ margin), without the dispatcher, the manifold
-/// and the filtering that a single point does not need. Parry works in A's
-/// frame and this in the world's, so the two differ by rounding only
-/// (`tests/geometry.rs` compares them). `a_up` gives A's +y axis in the
-/// world, parry's normal for coincident centres. Appends to `out`; non-finite
-/// input gives nothing. The dispatcher's path took a tenth of a granular step
-/// (the 1,000-grain silo's geometry 2.4 → 1.9 ms a step).
-pub fn balls_into(
-    xa: Vector3<f64>,
+/// Two balls in space, without the dispatcher: parry's ball–ball manifold
+/// (`contact_manifold_ball_ball`: one point on the line of the centres in
+/// A's frame, both named face 0, kept while the gap is below the prediction
+/// distance max(margin, 0)) with parry's own types and operations, then what
+/// [`raw_3d`] and [`finish`] do with it, so that the result is the
+/// dispatcher's bit for bit and none of the work a manifold of several
+/// points needs is done. The dispatcher's path took a tenth of a granular
+/// step (the 1,000-grain silo's geometry 2.4 → 1.9 ms a step).
+fn balls_3d(
+    pos12: &p3::math::Pose,
     ra: f64,
-    xb: Vector3<f64>,
+    pose_a: &Isometry3<f64>,
     rb: f64,
+    pose_b: &Isometry3<f64>,
     margin: f64,
-    a_up: impl FnOnce() -> Vector3<f64>,
     out: &mut Vec<PairContact>,
 ) {
-    let d = xb - xa;
-    let distance = d.norm();
-    let gap = distance - ra - rb;
-    if !(gap < margin.max(0.0) && gap <= margin) {
+    let dcenter = pos12.translation;
+    let center_dist = dcenter.length();
+    let dist = center_dist - ra - rb;
+    // Parry's test, dist < prediction (false for NaN).
+    if dist.partial_cmp(&margin.max(0.0)) != Some(std::cmp::Ordering::Less) {
         return;
     }
-    // A's normal, out of A towards B (parry's local_n1).
-    let n1 = if distance != 0.0 {
-        d / distance
+    let local_n1 = if center_dist != 0.0 {
+        dcenter / center_dist
     } else {
-        a_up()
+        p3::math::Vector::Y
     };
+    let local_n2 = pos12.rotation.inverse() * -local_n1;
+    let (p1, p2) = (local_n1 * ra, local_n2 * rb);
+    let normal = -(pose_a.rotation * Vector3::new(local_n1.x, local_n1.y, local_n1.z));
+    let point_a = (pose_a * Point3::new(p1.x, p1.y, p1.z)).coords;
+    let point_b = (pose_b * Point3::new(p2.x, p2.y, p2.z)).coords;
+    ball_point(point_a, point_b, normal, dist, margin, out);
+}
+
+/// [`balls_3d`] in the plane (parry2d's ball–ball manifold, then what
+/// [`raw_2d`] and [`finish`] do with it).
+fn balls_2d(
+    pos12: &p2::math::Pose,
+    ra: f64,
+    pose_a: &Isometry2<f64>,
+    rb: f64,
+    pose_b: &Isometry2<f64>,
+    margin: f64,
+    out: &mut Vec<PairContact>,
+) {
+    let dcenter = pos12.translation;
+    let center_dist = dcenter.length();
+    let dist = center_dist - ra - rb;
+    // Parry's test, dist < prediction (false for NaN).
+    if dist.partial_cmp(&margin.max(0.0)) != Some(std::cmp::Ordering::Less) {
+        return;
+    }
+    let local_n1 = if center_dist != 0.0 {
+        dcenter / center_dist
+    } else {
+        p2::math::Vector::Y
+    };
+    let local_n2 = pos12.rotation.inverse() * -local_n1;
+    let (p1, p2) = (local_n1 * ra, local_n2 * rb);
+    let n1 = pose_a.rotation * Vector2::new(local_n1.x, local_n1.y);
+    let world_a = pose_a * Point2::new(p1.x, p1.y);
+    let world_b = pose_b * Point2::new(p2.x, p2.y);
+    ball_point(
+        Vector3::new(world_a.x, world_a.y, 0.0),
+        Vector3::new(world_b.x, world_b.y, 0.0),
+        Vector3::new(-n1.x, -n1.y, 0.0),
+        dist,
+        margin,
+        out,
+    );
+}
+
+/// The one point of two balls through [`finish`]'s steps for it: the
+/// normal renormalized, nothing non-finite, the gap within the margin, and
+/// the feature of two faces 0.
+fn ball_point(
+    point_a: Vector3<f64>,
+    point_b: Vector3<f64>,
+    mut normal: Vector3<f64>,
+    gap: f64,
+    margin: f64,
+    out: &mut Vec<PairContact>,
+) {
+    let norm = normal.norm();
+    if norm.is_nan() || norm <= 0.0 {
+        return;
+    }
+    normal /= norm;
+    let finite = point_a.iter().chain(point_b.iter()).all(|x| x.is_finite())
+        && normal.iter().all(|x| x.is_finite())
+        && gap.is_finite();
+    if !(finite && gap <= margin) {
+        return;
+    }
     let face = compact_feature(p3::shape::PackedFeatureId::face(0).0);
     out.push(PairContact {
-        point_a: xa + n1 * ra,
-        point_b: xb - n1 * rb,
-        normal: -n1,
+        point_a,
+        point_b,
+        normal,
         gap,
         feature: (face << 16) | face,
     });
@@ -406,24 +463,11 @@ pub fn contacts_2d_into(
     if margin.is_nan() || !isometry2_is_finite(pose_a) || !isometry2_is_finite(pose_b) {
         return;
     }
-    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (shape_a, shape_b) {
-        let planar = |v: Vector2<f64>| Vector3::new(v.x, v.y, 0.0);
-        let (xa, xb) = (
-            planar(pose_a.translation.vector),
-            planar(pose_b.translation.vector),
-        );
-        balls_into(
-            xa,
-            *ra,
-            xb,
-            *rb,
-            margin,
-            || planar(pose_a.rotation * Vector2::y()),
-            out,
-        );
+    let pos12 = to_pose2(&pose_a.inv_mul(pose_b));
+    if let (Parry2::Ball(a), Parry2::Ball(b)) = (&pa, &pb) {
+        balls_2d(&pos12, a.radius, pose_a, b.radius, pose_b, margin, out);
         return;
     }
-    let pos12 = to_pose2(&pose_a.inv_mul(pose_b));
     SCRATCH_2D.with_borrow_mut(|(manifolds, raw)| {
         // Empty: each call starts without a contact cache.
         manifolds.clear();

@@ -917,18 +917,6 @@ impl RigidSystem {
             }
             _ => {}
         }
-        // Two balls need no orientation (but for coincident centres).
-        if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (a.shape, b.shape) {
-            let a_up = || match self.dimension {
-                Dimension::Planar => {
-                    let angle = q[i * position_size(self.dimension) + 2];
-                    Vector3::new(-angle.sin(), angle.cos(), 0.0)
-                }
-                Dimension::Spatial => self.rotation(q, i) * Vector3::y(),
-            };
-            pair::balls_into(xa, ra, xb, rb, margin, a_up, out);
-            return;
-        }
         match self.dimension {
             Dimension::Planar => {
                 let pose = |x: Vector3<f64>, k: usize| {
