@@ -125,6 +125,30 @@ pub fn contacts_3d_into(
     });
 }
 
+/// Parry's `contact_manifold_ball_ball` on the relative pose `pos12` (B in
+/// A's frame), in either dimension's types: A's normal, the two points in
+/// their bodies' frames and the gap, when the gap is below the prediction
+/// distance max(margin, 0) (false for NaN); `$y` is parry's normal for
+/// coincident centres.
+macro_rules! ball_manifold {
+    ($pos12:expr, $ra:expr, $rb:expr, $margin:expr, $y:expr) => {{
+        let dcenter = $pos12.translation;
+        let center_dist = dcenter.length();
+        let dist = center_dist - $ra - $rb;
+        if dist.partial_cmp(&$margin.max(0.0)) == Some(std::cmp::Ordering::Less) {
+            let local_n1 = if center_dist != 0.0 {
+                dcenter / center_dist
+            } else {
+                $y
+            };
+            let local_n2 = $pos12.rotation.inverse() * -local_n1;
+            Some((local_n1, local_n1 * $ra, local_n2 * $rb, dist))
+        } else {
+            None
+        }
+    }};
+}
+
 /// Two balls in space, without the dispatcher: parry's ball–ball manifold
 /// (`contact_manifold_ball_ball`: one point on the line of the centres in
 /// A's frame, both named face 0, kept while the gap is below the prediction
@@ -143,21 +167,11 @@ fn balls_3d(
     margin: f64,
     out: &mut Vec<PairContact>,
 ) {
-    let dcenter = pos12.translation;
-    let center_dist = dcenter.length();
-    let dist = center_dist - ra - rb;
-    // Parry's test, dist < prediction (false for NaN).
-    if dist.partial_cmp(&margin.max(0.0)) != Some(std::cmp::Ordering::Less) {
+    let Some((n1, p1, p2, dist)) = ball_manifold!(pos12, ra, rb, margin, p3::math::Vector::Y)
+    else {
         return;
-    }
-    let local_n1 = if center_dist != 0.0 {
-        dcenter / center_dist
-    } else {
-        p3::math::Vector::Y
     };
-    let local_n2 = pos12.rotation.inverse() * -local_n1;
-    let (p1, p2) = (local_n1 * ra, local_n2 * rb);
-    let normal = -(pose_a.rotation * Vector3::new(local_n1.x, local_n1.y, local_n1.z));
+    let normal = -(pose_a.rotation * Vector3::new(n1.x, n1.y, n1.z));
     let point_a = (pose_a * Point3::new(p1.x, p1.y, p1.z)).coords;
     let point_b = (pose_b * Point3::new(p2.x, p2.y, p2.z)).coords;
     ball_point(point_a, point_b, normal, dist, margin, out);
@@ -174,21 +188,11 @@ fn balls_2d(
     margin: f64,
     out: &mut Vec<PairContact>,
 ) {
-    let dcenter = pos12.translation;
-    let center_dist = dcenter.length();
-    let dist = center_dist - ra - rb;
-    // Parry's test, dist < prediction (false for NaN).
-    if dist.partial_cmp(&margin.max(0.0)) != Some(std::cmp::Ordering::Less) {
+    let Some((n1, p1, p2, dist)) = ball_manifold!(pos12, ra, rb, margin, p2::math::Vector::Y)
+    else {
         return;
-    }
-    let local_n1 = if center_dist != 0.0 {
-        dcenter / center_dist
-    } else {
-        p2::math::Vector::Y
     };
-    let local_n2 = pos12.rotation.inverse() * -local_n1;
-    let (p1, p2) = (local_n1 * ra, local_n2 * rb);
-    let n1 = pose_a.rotation * Vector2::new(local_n1.x, local_n1.y);
+    let n1 = pose_a.rotation * Vector2::new(n1.x, n1.y);
     let world_a = pose_a * Point2::new(p1.x, p1.y);
     let world_b = pose_b * Point2::new(p2.x, p2.y);
     ball_point(
