@@ -539,7 +539,6 @@ fn solve_cone(
         // into x and G(x), the acceleration's iterate and image.
         x.resize(3 * cones.len(), 0.0);
         g.resize(3 * cones.len(), 0.0);
-        let probing = helper.is_some() && sweeps <= PROBE_SWEEPS;
         let two = sweeps % 2 == 0;
         let clock = Instant::now();
         // Each part's sweep is followed at once by the acceleration's first
@@ -551,6 +550,7 @@ fn solve_cone(
         let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
         let [a, b, c] = halves.parts(cones);
         let work = !b.is_empty();
+        let probing = work && helper.is_some() && sweeps <= PROBE_SWEEPS;
         let accelerated = memory > 0;
         let swept = |cones: &mut [Cone], piece: &mut super::anderson::Piece<'_>| {
             let (before, after) = piece.iterate();
@@ -561,7 +561,7 @@ fn solve_cone(
             (change, size, sums)
         };
         let ((ca, sa, fa), (cb, sb, fb)) = both(
-            if probing && work {
+            if probing {
                 helper.filter(|_| two)
             } else {
                 pair
@@ -573,7 +573,7 @@ fn solve_cone(
         // The third part, alone.
         let (cc, sc, fc) = swept(c, &mut pc);
         let sums = fa.zip(fb).zip(fc).map(|((fa, fb), fc)| fa + fb + fc);
-        if probing && work {
+        if probing {
             probe[usize::from(two)] += clock.elapsed();
             if sweeps == PROBE_SWEEPS {
                 let pays = probe[1] < probe[0];
@@ -622,11 +622,10 @@ fn solve_cone(
             }
         }
         if let Some(sums) = sums {
-            // The acceleration's passes over x and G(x) run in the sweep's
-            // parts too, each on the thread that swept it, and the
-            // combination moves each part's cones and bodies there.
-            let cuts = halves.ends.map(|e| 3 * e.min(cones.len()));
-            let work = halves.ends[0] < halves.ends[1].min(cones.len());
+            // The combination runs in the sweep's parts too (the cuts and
+            // parts are the sweep's: a join restarts the loop above), each
+            // on the thread that swept it, and moves each part's cones and
+            // bodies there.
             let step = anderson.decide(&plan, sums);
             if step.mixes() {
                 let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
