@@ -8,7 +8,7 @@ use contactlab::geometry::Shape;
 use contactlab::model::rigid::{
     PARALLEL_BODIES, SweepSpace, candidate_pairs, candidate_pairs_into, world_box,
 };
-use contactlab::model::{Dimension, Model};
+use contactlab::model::{BroadPhase, Dimension, Model};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use contactlab::stepper::assembly::Impulses;
@@ -315,4 +315,98 @@ fn warm_starts_keep_the_pivots_of_a_resting_pile_small() {
     );
     assert!(size / n > 100, "the pile is in contact");
     assert!(mean <= 10.0, "{mean} pivots per step");
+}
+
+/// A search whose boxes the last sweep covers takes its pairs from it
+/// (`LastSweep`): the generated pile of 50 (spheres, tilted boxes and
+/// capsules) and the silo of 300, searched at q with a wide margin and
+/// then, with one broad phase's work space, at a q moved by random
+/// velocities with a narrower margin: the same gaps, bit for bit, as a
+/// fresh search, and the pairs were reused. A body moved far makes the next
+/// search sweep again, with the same result as a fresh one.
+#[test]
+fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
+    let mut rng = StdRng::seed_from_u64(57);
+    let scenes = [
+        (scene::generate::pile(50).expect("generated pile"), 0.5),
+        (scene::granular::silo(300).expect("generated silo"), 0.3),
+    ];
+    let (mut reused, mut along_reused, mut swept) = (0, 0, 0);
+    for (scene, settle) in scenes {
+        // Where the bodies lie on each other.
+        let mut sim = Simulation::new(scene);
+        let steps = (settle / sim.params.dt).round() as usize;
+        for _ in 0..steps {
+            sim.step().expect("the scene steps");
+        }
+        let model = sim.model();
+        let q = &sim.state.q;
+        let dof = sim.state.v.len();
+        // Wide enough for neighbours in the loose layers to be near.
+        let static_margin = 0.5 * model.length_scale();
+        for case in 0..20 {
+            let speed = rng.random_range(0.0..2.0);
+            let v = nalgebra::DVector::from_fn(dof, |_, _| rng.random_range(-speed..speed));
+            let h = 0.005;
+            // The wide search covers what moving by h/2 at these speeds
+            // can bring within the narrow margin.
+            let wide = static_margin + h * model.max_point_speed(&v);
+            let moved = model.integrate(q, &v, 0.5 * h);
+            let mut shared = BroadPhase::default();
+            let mut first = Vec::new();
+            model.gaps_into(q, wide, &mut first, &mut shared, 2);
+            let mut narrow = Vec::new();
+            model.gaps_into(&moved, static_margin, &mut narrow, &mut shared, 2);
+            let mut fresh = Vec::new();
+            model.gaps_into(
+                &moved,
+                static_margin,
+                &mut fresh,
+                &mut BroadPhase::default(),
+                2,
+            );
+            let bits = |g: &[(contactlab::model::ContactId, f64)]| {
+                g.iter()
+                    .map(|(id, gap)| (*id, gap.to_bits()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&narrow), bits(&fresh), "case {case}");
+            assert!(
+                shared.pairs.len() > 40,
+                "case {case}: {} pairs",
+                shared.pairs.len()
+            );
+            reused += usize::from(shared.reused);
+            // Searches further and further along: each is the fresh one,
+            // whether the last sweep covers it or not.
+            for k in 2..14 {
+                let along = model.integrate(q, &v, 0.5 * h * k as f64);
+                let margin = if k % 3 == 0 { wide } else { static_margin };
+                model.gaps_into(&along, margin, &mut narrow, &mut shared, 2);
+                model.gaps_into(&along, margin, &mut fresh, &mut BroadPhase::default(), 2);
+                assert_eq!(bits(&narrow), bits(&fresh), "case {case}, {k}");
+                along_reused += usize::from(shared.reused);
+                swept += usize::from(!shared.reused);
+            }
+            // One body far away: not covered, swept again.
+            let mut far = moved.clone();
+            let body = rng.random_range(0..dof / 6);
+            far[7 * body] += 10.0;
+            model.gaps_into(&far, static_margin, &mut narrow, &mut shared, 2);
+            assert!(!shared.reused, "case {case}");
+            model.gaps_into(
+                &far,
+                static_margin,
+                &mut fresh,
+                &mut BroadPhase::default(),
+                2,
+            );
+            assert_eq!(bits(&narrow), bits(&fresh), "case {case}");
+        }
+    }
+    assert!(
+        along_reused > 40 && swept > 40,
+        "{along_reused} reused, {swept} swept"
+    );
+    assert_eq!(reused, 40, "every narrow search covered");
 }

@@ -25,6 +25,72 @@ pub struct BroadPhase {
     pub found: Vec<super::rigid::Found>,
     pub found_b: Vec<super::rigid::Found>,
     pub gaps_b: Vec<(ContactId, f64)>,
+    /// The last sweep's pairs, reused by a later search it covers.
+    pub last: LastSweep,
+    /// Whether the last search took its pairs from [`Self::last`] instead
+    /// of sweeping.
+    pub reused: bool,
+}
+
+/// The pairs the last sweep found, with the boxes and the pad (half the
+/// margin) it ran with. Two boxes that come within a smaller pad of each
+/// other, each lying with that pad inside its box of the sweep with the
+/// sweep's pad, came within the sweep's pad then: so a search whose boxes
+/// all lie so inside ([`Self::covers`]) finds its pairs among these,
+/// exactly those the sweep would (the 1,000-grain silo's search for the end
+/// gaps at q^E after the one for the contacts at q^M, half a step before).
+#[derive(Debug, Clone, Default)]
+pub struct LastSweep {
+    /// The boxes (centre, half extents, m) and the pad, m; none after a
+    /// search that did not record.
+    boxes: Vec<(Vector3<f64>, Vector3<f64>)>,
+    pad: f64,
+    /// Body pairs (i < j), sorted.
+    pairs: Vec<(usize, usize)>,
+}
+
+impl LastSweep {
+    /// Remembers a sweep: its `boxes`, `pad` and `pairs`.
+    pub fn record(
+        &mut self,
+        boxes: &[(Vector3<f64>, Vector3<f64>)],
+        pad: f64,
+        pairs: &[(usize, usize)],
+    ) {
+        self.boxes.clear();
+        self.boxes.extend_from_slice(boxes);
+        self.pad = pad;
+        self.pairs.clear();
+        self.pairs.extend_from_slice(pairs);
+    }
+
+    /// Forgets the last sweep.
+    pub fn clear(&mut self) {
+        self.boxes.clear();
+        self.pairs.clear();
+    }
+
+    /// Whether every box of `boxes` grown by `pad` lies inside the same
+    /// body's box of the last sweep grown by its pad, on the first `axes`
+    /// axes, with a relative slack of 1e-9 for rounding. False for boxes
+    /// that are not finite and for another number of bodies.
+    pub fn covers(&self, boxes: &[(Vector3<f64>, Vector3<f64>)], pad: f64, axes: usize) -> bool {
+        self.boxes.len() == boxes.len()
+            && !boxes.is_empty()
+            && boxes.iter().zip(&self.boxes).all(|((c, h), (c0, h0))| {
+                (0..axes).all(|x| {
+                    let reach = h0[x] + self.pad;
+                    let need = (c[x] - c0[x]).abs() + h[x] + pad;
+                    // NaN fails the comparison.
+                    need <= reach - 1e-9 * (c0[x].abs() + reach)
+                })
+            })
+    }
+
+    /// The last sweep's pairs.
+    pub fn pairs(&self) -> &[(usize, usize)] {
+        &self.pairs
+    }
 }
 
 /// A list of contacts whose storage outlives it: clearing it keeps every

@@ -20,7 +20,7 @@ use nalgebra::{DMatrix, DVector, Vector3};
 use serde::{Deserialize, Serialize};
 
 pub use block_inverse::{BlockInverse, Component};
-pub use contact_set::{BroadPhase, ContactSet};
+pub use contact_set::{BroadPhase, ContactSet, LastSweep};
 pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};

@@ -830,6 +830,23 @@ impl RigidSystem {
                 &self.rotation(q, i),
             )
         }));
+        // The last sweep's pairs when its boxes cover these ([`LastSweep`]):
+        // those whose boxes meet, the same list as a sweep's.
+        let pad = 0.5 * margin.max(0.0);
+        let axes = axes(self.dimension);
+        broad.reused = broad.last.covers(&broad.boxes, pad, axes);
+        if broad.reused {
+            let boxes = &broad.boxes;
+            broad.pairs.clear();
+            broad.pairs.extend(
+                broad
+                    .last
+                    .pairs()
+                    .iter()
+                    .filter(|&&(a, b)| !boxes_apart(boxes, a, b, pad, axes)),
+            );
+            return;
+        }
         candidate_pairs_into(
             &broad.boxes,
             margin,
@@ -838,6 +855,7 @@ impl RigidSystem {
             &mut broad.pairs,
             threads,
         );
+        broad.last.record(&broad.boxes, pad, &broad.pairs);
     }
 
     /// Calls `found` as [`Self::visit_surfaces`] does for the potential
@@ -1141,10 +1159,7 @@ pub fn candidate_pairs_into(
     threads: usize,
 ) {
     pairs.clear();
-    let axes = match dimension {
-        Dimension::Planar => 2,
-        Dimension::Spatial => 3,
-    };
+    let axes = axes(dimension);
     let n = boxes.len();
     if n < 2 {
         return;
@@ -1160,10 +1175,7 @@ pub fn candidate_pairs_into(
         .max_by(|&a, &b| spread[a].total_cmp(&spread[b]))
         .unwrap_or(0);
     let pad = 0.5 * margin.max(0.0);
-    let apart = |a: usize, b: usize| {
-        let ((ca, ha), (cb, hb)) = (boxes[a], boxes[b]);
-        (0..axes).any(|x| (ca[x] - cb[x]).abs() > ha[x] + hb[x] + 2.0 * pad)
-    };
+    let apart = |a: usize, b: usize| boxes_apart(boxes, a, b, pad, axes);
     // Across the axis: one other axis in the plane, two in space.
     let across = [(axis + 1) % axes, (axis + 2) % axes];
     let across = &across[..axes - 1];
@@ -1314,6 +1326,27 @@ pub fn candidate_pairs_into(
             std::mem::swap(pairs, merged);
         }
     }
+}
+
+/// The axes a broad phase compares: two in the plane, three in space.
+fn axes(dimension: Dimension) -> usize {
+    match dimension {
+        Dimension::Planar => 2,
+        Dimension::Spatial => 3,
+    }
+}
+
+/// Whether boxes a and b (centre, half extents) are more than 2 `pad`
+/// apart on one of the first `axes` axes.
+fn boxes_apart(
+    boxes: &[(Vector3<f64>, Vector3<f64>)],
+    a: usize,
+    b: usize,
+    pad: f64,
+    axes: usize,
+) -> bool {
+    let ((ca, ha), (cb, hb)) = (boxes[a], boxes[b]);
+    (0..axes).any(|x| (ca[x] - cb[x]).abs() > ha[x] + hb[x] + 2.0 * pad)
 }
 
 /// Bodies from which the broad phase's rows are swept on two threads (the

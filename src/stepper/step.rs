@@ -110,8 +110,13 @@ impl Geometry<'_> {
     /// friction directions, into `out`.
     pub fn contacts(&mut self, q: &DVector<f64>, margin: f64, out: &mut ContactSet) {
         let clock = Instant::now();
+        // One broad phase's work space for every search of the step, so
+        // that a search the last sweep covers reuses its pairs
+        // ([`crate::model::LastSweep`]).
+        std::mem::swap(&mut out.broad, self.broad);
         self.model
             .contacts_into(q, self.edges, margin, out, self.threads);
+        std::mem::swap(&mut out.broad, self.broad);
         self.time += clock.elapsed();
     }
 
