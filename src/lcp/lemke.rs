@@ -119,15 +119,23 @@ impl Default for LemkeOptions {
 }
 
 /// The default of [`LemkeOptions::product_form_from`]. Below it the
-/// compressed tableau is cheaper than any factorization's set-up, and on
-/// the degenerate LCPs of resting stacks (a tower of boxes, 480 unknowns)
-/// its exactly tracked noise scale took better pivot paths than the product
-/// form's estimate (the tower crept after 6 s and the 22-body generated
-/// pile took twice the pivots with the product form from 200 on); above
-/// it the compressed tableau's O(m³ + n·m²) factorizations and O(n·m)
-/// pivots, with m in the hundreds on a pile of 100 bodies, cost seconds a
-/// step.
-pub const PRODUCT_FORM_FROM: usize = 800;
+/// compressed tableau is cheaper than any factorization's set-up; its
+/// O(m³ + n·m²) factorizations and O(n·m) pivots grow with the m basic
+/// columns, and from a few hundred unknowns on the product form's sparse
+/// factorization costs less. Traced on the generated pile of 200 (1 s from
+/// the drop, each island's solve timed with its set-up): with the default
+/// at 800 it spent 58 % of its solve time on islands of 300–800 unknowns at
+/// 377 µs a pivot, against 218 µs on the product form's islands of
+/// 800–1,500; from 300 on, 110 µs a pivot there. `benches/scale.rs` (2 s
+/// of each pile, the same day): 800 → 300 took the pile of 50 from 3.80 to
+/// 3.61 ms a step, of 100 from 16.1 to 13.1, of 200 from 53.6 to 48.7 (at
+/// 329 → 378 pivots a step); 250 and 400 did about as well. The 22-body
+/// pile and `pile.ron` (islands up to about 400 unknowns) took the same
+/// pivots and time, the standing tower (480 unknowns) 0.157 instead of
+/// 0.147 ms a step, and it stands (`tests/piles.rs`; with an earlier
+/// session's product form it crept after 6 s). A product-form run that
+/// fails is retried on the compressed tableau ([`solve_structured`]).
+pub const PRODUCT_FORM_FROM: usize = 300;
 
 /// The default pivot limit for a problem of size n: generous enough for
 /// Murty's exponential example up to n = 13, small enough to stop a runaway.
