@@ -410,3 +410,87 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
     );
     assert_eq!(reused, 40, "every narrow search covered");
 }
+
+/// Islands the step solved already are reused when their LCP comes back
+/// bit for bit (`solve::memo`): on the settled pile of 22, a second solve
+/// in which one island's right-hand side moved solves that island again
+/// and takes every other from the first, with the same impulses bit for
+/// bit and every island's complementarity kept; a new step reuses nothing.
+#[test]
+fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
+    use contactlab::stepper::StepSettings;
+    use contactlab::stepper::solve::{ContactProblem, ContactSolver, SolveBuffers};
+    use contactlab::stepper::warm::Form;
+    let mut sim = Simulation::new(scene::generate::pile(22).expect("generated pile"));
+    for _ in 0..100 {
+        sim.step().expect("the pile steps");
+    }
+    let model = sim.model();
+    let (q, v) = (sim.state.q.clone(), sim.state.v.clone());
+    let h = sim.params.dt;
+    let contacts = model.contacts(&q, 8, 0.05 * model.length_scale());
+    let refs: Vec<&contactlab::model::Contact> = contacts.iter().collect();
+    let islands = contactlab::stepper::solve::islands(&refs);
+    assert!(islands.len() >= 3, "{} islands", islands.len());
+    let mu = vec![0.5; refs.len()];
+    let terms: Vec<f64> = refs.iter().map(|c| c.gap.max(0.0) / h).collect();
+    let settings = StepSettings::default();
+    let mut solver = ContactSolver::default();
+    solver.begin_step(&sim.params, &settings);
+    let mut buffers = SolveBuffers::default();
+    buffers.begin_step();
+    macro_rules! problem {
+        ($normal_terms:expr) => {
+            ContactProblem {
+                contacts: &refs,
+                map: model.mass_inverse_form(),
+                dof: v.len(),
+                free: &v,
+                normal_terms: $normal_terms,
+                friction_terms: &[],
+                relaxed_normal_terms: None,
+                mu: &mu,
+                activation: None,
+            }
+        };
+    }
+    // Complementarity of every pair (z, w) within 1e-9 of the scale.
+    let complementary = |s: &contactlab::stepper::solve::ContactSolution| {
+        let scale = s.z.amax().max(s.w.amax()).max(1e-12);
+        s.z.iter().zip(s.w.iter()).all(|(z, w)| {
+            *z >= -1e-9 * scale && *w >= -1e-9 * scale && (z * w).abs() <= 1e-9 * scale * scale
+        })
+    };
+    let first = solver.solve(&problem!(&terms), Form::Position, &settings, &mut buffers);
+    assert_eq!(first.status, contactlab::lcp::LcpStatus::Solved);
+    assert_eq!(first.reused, 0);
+    assert_eq!(first.islands, islands.len());
+    assert!(complementary(&first));
+    // The contacts of the island that pushes hardest asked to close 5 µm
+    // more in the step.
+    let hardest = (0..refs.len())
+        .max_by(|&a, &b| first.z[first.normal_index(a)].total_cmp(&first.z[first.normal_index(b)]))
+        .expect("contacts");
+    let moved = islands
+        .iter()
+        .find(|island| island.contains(&hardest))
+        .expect("every contact is in an island");
+    let mut pushed = terms.clone();
+    for &j in moved {
+        pushed[j] -= 1e-3;
+    }
+    let second = solver.solve(&problem!(&pushed), Form::Position, &settings, &mut buffers);
+    assert_eq!(second.status, contactlab::lcp::LcpStatus::Solved);
+    assert_eq!(second.reused, islands.len() - 1);
+    assert!(complementary(&second));
+    for (j, _) in refs.iter().enumerate().filter(|(j, _)| !moved.contains(j)) {
+        let i = first.normal_index(j);
+        assert_eq!(first.z[i].to_bits(), second.z[i].to_bits(), "contact {j}");
+    }
+    assert_ne!(first.z, second.z, "the pushed island was solved again");
+    // A new step starts without them.
+    buffers.begin_step();
+    let third = solver.solve(&problem!(&pushed), Form::Position, &settings, &mut buffers);
+    assert_eq!(third.reused, 0);
+    assert!(complementary(&third));
+}

@@ -162,6 +162,7 @@ impl Stepper {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let work = &mut *guard;
+        work.solve.begin_step();
         let lent = Lent {
             solver: &mut memory.solver,
             solve: &mut work.solve,

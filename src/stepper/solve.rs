@@ -17,6 +17,7 @@
 
 mod dense;
 mod islands;
+mod memo;
 mod solution;
 
 pub use dense::{PlanarSolve, Regularized, solve_or_fail, solve_regularized};
@@ -590,6 +591,17 @@ pub struct SolveBuffers {
     relaxed: Vec<f64>,
     centre: Vec<f64>,
     scale: Vec<f64>,
+    /// The islands solved earlier in the step ([`memo`]).
+    memo: memo::Memo,
+    /// An island's velocity indices.
+    velocities: Vec<usize>,
+}
+
+impl SolveBuffers {
+    /// Starts a step: no island of an earlier step is reused.
+    pub fn begin_step(&mut self) {
+        self.memo.clear();
+    }
 }
 
 impl ContactSolver {
@@ -724,6 +736,7 @@ impl ContactSolver {
             lcp_size,
             islands: usize::from(layout.size() > 0),
             largest_island: layout.size(),
+            reused: 0,
             sweeps: solved.sweeps,
             lcp: None,
             active: solved.active,
@@ -793,6 +806,7 @@ impl ContactSolver {
             lcp_size: size,
             islands: 0,
             largest_island: 0,
+            reused: 0,
             sweeps: 0,
             lcp: self.keep_lcp.then(|| Lcp {
                 m: DMatrix::zeros(size, size),
@@ -807,15 +821,130 @@ impl ContactSolver {
         buffers.impulses.clear();
         buffers.levels.clear();
         buffers.islands.find(contacts);
+        // Islands the step solved already, bit for bit the same LCP, are
+        // taken from the memo ([`memo`]).
+        buffers.memo.begin();
         for g in 0..buffers.islands.len() {
             let members = buffers.islands.get(g);
+            global_indices(members, contacts, starts, layout, &mut buffers.global_of);
+            let velocities = &mut buffers.velocities;
+            velocities.clear();
+            for &j in members {
+                for b in contacts[j].jacobian.blocks() {
+                    velocities.extend(b.range());
+                }
+            }
+            velocities.sort_unstable();
+            velocities.dedup();
+            let found = {
+                let terms = |j: usize, key: &mut Vec<u64>| {
+                    let c = contacts[j];
+                    let k = c.jacobian.friction_count();
+                    key.push(problem.mu[j].to_bits());
+                    key.push(problem.normal_terms[j].to_bits());
+                    if let Some(relaxed) = problem.relaxed_normal_terms {
+                        key.push(relaxed[j].to_bits());
+                    }
+                    if !problem.friction_terms.is_empty() {
+                        key.extend(
+                            problem.friction_terms[starts[j]..starts[j] + k]
+                                .iter()
+                                .map(|x| x.to_bits()),
+                        );
+                    }
+                };
+                let velocities = &*velocities;
+                let on_velocities = |key: &mut Vec<u64>| {
+                    key.push(form as u64);
+                    key.push(u64::from(frictionless_start));
+                    for &i in velocities {
+                        key.push(i as u64);
+                        key.push(problem.free[i].to_bits());
+                        key.push(w[i].to_bits());
+                    }
+                };
+                buffers.memo.find(members, contacts, terms, on_velocities)
+            };
+            if let Some(found) = found {
+                let global_of = &buffers.global_of;
+                for (i, &g) in global_of.iter().enumerate() {
+                    solution.z[g] = found.z[i];
+                    solution.w[g] = found.w[i];
+                }
+                if let Some(dump) = solution.lcp.as_mut() {
+                    // The island's LCP for the dump, as solved (no
+                    // compliance, no equilibration).
+                    let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
+                    buffers.mu.clear();
+                    buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
+                    let storage = std::mem::take(&mut buffers.lcp);
+                    let lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
+                    let mut q = std::mem::take(&mut buffers.q);
+                    Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
+                    let dense = lcp.to_dense();
+                    for (i, &gi) in global_of.iter().enumerate() {
+                        dump.q[gi] = q[i];
+                        for (k, &gk) in global_of.iter().enumerate() {
+                            dump.m[(gi, gk)] = dense[(i, k)];
+                        }
+                    }
+                    buffers.q = q;
+                    buffers.lcp = lcp.into_storage();
+                }
+                for &(i, dv) in &found.velocity {
+                    velocity_change[i] += dv;
+                }
+                let local = Layout {
+                    contacts: members.len(),
+                    friction: members
+                        .iter()
+                        .map(|&j| contacts[j].jacobian.friction_count())
+                        .sum(),
+                };
+                let ids = &mut buffers.ids;
+                ids.clear();
+                ids.extend(members.iter().map(|&j| contacts[j].id));
+                let friction = &mut buffers.friction;
+                friction.clear();
+                friction.extend(
+                    members
+                        .iter()
+                        .map(|&j| contacts[j].jacobian.friction_count()),
+                );
+                for (local_j, &j) in members.iter().enumerate() {
+                    let rows = contacts[j].jacobian.friction_count() + 1;
+                    let normal = local.normal(local_j);
+                    let first = friction[..local_j].iter().sum::<usize>();
+                    buffers.impulses.insert(
+                        contacts[j].id,
+                        (0..rows).map(|r| {
+                            if r == 0 {
+                                found.z[normal]
+                            } else {
+                                found.z[first + r - 1]
+                            }
+                        }),
+                    );
+                }
+                buffers.warm.add(ids, friction, local, &found.basis);
+                for &j in members {
+                    for b in contacts[j].jacobian.blocks() {
+                        buffers.levels.insert(b.start, 0);
+                    }
+                }
+                solution.islands += 1;
+                solution.reused += 1;
+                solution.largest_island = solution.largest_island.max(local.size());
+                solution.residual = solution.residual.max(found.residual);
+                buffers.memo.keep_found();
+                continue;
+            }
             let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
             buffers.mu.clear();
             buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
             let storage = std::mem::take(&mut buffers.lcp);
             let mut lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
             let local = lcp.layout;
-            global_indices(members, contacts, starts, layout, &mut buffers.global_of);
             let global_of = &buffers.global_of;
             let mut q = std::mem::take(&mut buffers.q);
             Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
@@ -1029,6 +1158,24 @@ impl ContactSolver {
             match &polished {
                 Some(change) => lcp.add_flat(change, &mut velocity_change),
                 None => lcp.add_velocity_change(&island.z, &mut velocity_change),
+            }
+            // The scheme's own LCP (no compliance) is remembered; the
+            // island's velocities are its own, so the change on them is
+            // this island's alone.
+            if level == 0 {
+                let velocities = &buffers.velocities;
+                buffers.memo.keep(members, contacts, |entry| {
+                    entry.z.clear();
+                    entry.z.extend_from_slice(island.z.as_slice());
+                    entry.w.clear();
+                    entry.w.extend_from_slice(island.w.as_slice());
+                    entry.basis.clone_from(&island.basis);
+                    entry.velocity.clear();
+                    entry
+                        .velocity
+                        .extend(velocities.iter().map(|&i| (i, velocity_change[i])));
+                    entry.residual = island.residual;
+                });
             }
             for (local_j, &j) in members.iter().enumerate() {
                 let rows = contacts[j].jacobian.friction_count() + 1;

@@ -48,6 +48,9 @@ pub struct ContactSolution {
     pub islands: usize,
     /// Size of the largest of them.
     pub largest_island: usize,
+    /// Of the islands, those taken from an earlier solve of the same step
+    /// with the same LCP, bit for bit (`solve::memo`), instead of solved.
+    pub reused: usize,
     /// NSGS sweeps (0 for Lemke).
     pub sweeps: usize,
     /// Which contacts took part, when the problem asked for
@@ -78,6 +81,7 @@ impl ContactSolution {
             lcp_size: layout.size(),
             islands: 0,
             largest_island: layout.size(),
+            reused: 0,
             sweeps: 0,
             active: None,
             lcp: None,
