@@ -827,6 +827,15 @@ impl ContactSolver {
         for g in 0..buffers.islands.len() {
             let members = buffers.islands.get(g);
             global_indices(members, contacts, starts, layout, &mut buffers.global_of);
+            // The island's contacts' identities and friction directions.
+            buffers.ids.clear();
+            buffers.ids.extend(members.iter().map(|&j| contacts[j].id));
+            buffers.friction.clear();
+            buffers.friction.extend(
+                members
+                    .iter()
+                    .map(|&j| contacts[j].jacobian.friction_count()),
+            );
             let velocities = &mut buffers.velocities;
             velocities.clear();
             for &j in members {
@@ -894,23 +903,11 @@ impl ContactSolver {
                 for &(i, dv) in &found.velocity {
                     velocity_change[i] += dv;
                 }
+                let (ids, friction) = (&buffers.ids, &buffers.friction);
                 let local = Layout {
                     contacts: members.len(),
-                    friction: members
-                        .iter()
-                        .map(|&j| contacts[j].jacobian.friction_count())
-                        .sum(),
+                    friction: friction.iter().sum(),
                 };
-                let ids = &mut buffers.ids;
-                ids.clear();
-                ids.extend(members.iter().map(|&j| contacts[j].id));
-                let friction = &mut buffers.friction;
-                friction.clear();
-                friction.extend(
-                    members
-                        .iter()
-                        .map(|&j| contacts[j].jacobian.friction_count()),
-                );
                 for (local_j, &j) in members.iter().enumerate() {
                     let rows = contacts[j].jacobian.friction_count() + 1;
                     let normal = local.normal(local_j);
@@ -954,16 +951,7 @@ impl ContactSolver {
                 Self::rhs(problem, &lcp, members, starts, terms, &mut relaxed);
                 DVector::from_vec(relaxed)
             });
-            let ids = &mut buffers.ids;
-            ids.clear();
-            ids.extend(members.iter().map(|&j| contacts[j].id));
-            let friction = &mut buffers.friction;
-            friction.clear();
-            friction.extend(
-                members
-                    .iter()
-                    .map(|&j| contacts[j].jacobian.friction_count()),
-            );
+            let (ids, friction) = (&buffers.ids, &buffers.friction);
             let warm_start = self.warm.basis(form, ids, friction, local);
             let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
