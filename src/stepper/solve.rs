@@ -908,20 +908,17 @@ impl ContactSolver {
                     contacts: members.len(),
                     friction: friction.iter().sum(),
                 };
+                // Laid out as (29): each contact's directions from `first`.
+                let mut first = 0;
                 for (local_j, &j) in members.iter().enumerate() {
-                    let rows = contacts[j].jacobian.friction_count() + 1;
+                    let k = friction[local_j];
                     let normal = local.normal(local_j);
-                    let first = friction[..local_j].iter().sum::<usize>();
                     buffers.impulses.insert(
                         contacts[j].id,
-                        (0..rows).map(|r| {
-                            if r == 0 {
-                                found.z[normal]
-                            } else {
-                                found.z[first + r - 1]
-                            }
-                        }),
+                        std::iter::once(found.z[normal])
+                            .chain(found.z[first..first + k].iter().copied()),
                     );
+                    first += k;
                 }
                 buffers.warm.add(ids, friction, local, &found.basis);
                 for &j in members {

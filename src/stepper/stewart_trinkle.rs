@@ -223,14 +223,6 @@ impl Scheme for StewartTrinkle {
             let deepest = latest.deepest;
             let converged = deepest >= -settings.gap_tolerance * model.length_scale();
             let last = iteration + 1 >= asked && converged;
-            // The next point of linearization. The iteration v̂ ↦ vˡ⁺¹(v̂)
-            // converges linearly (ratio 0.6 on a pile's box corners), so it is
-            // extrapolated by Anderson acceleration over the last iterates;
-            // when the end gap got worse than the iteration before (the
-            // secants of a strongly curved gap, such as two nearly parallel
-            // box edges, alternate between two states), the midpoint of v̂ and
-            // vˡ⁺¹ is taken instead and the history dropped. (Not needed
-            // after the last iteration.)
             // Islands that converged keep their point of linearization
             // from here on: each island's own iterations (§3.6) stop where
             // its gaps are met, its LCP comes back bit for bit and the
@@ -249,6 +241,14 @@ impl Scheme for StewartTrinkle {
                     &mut sc.settled,
                 );
             }
+            // The next point of linearization. The iteration v̂ ↦ vˡ⁺¹(v̂)
+            // converges linearly (ratio 0.6 on a pile's box corners), so it is
+            // extrapolated by Anderson acceleration over the last iterates;
+            // when the end gap got worse than the iteration before (the
+            // secants of a strongly curved gap, such as two nearly parallel
+            // box edges, alternate between two states), the midpoint of v̂ and
+            // vˡ⁺¹ is taken instead and the history dropped. (Not needed
+            // after the last iteration.)
             let next = (!last).then(|| {
                 let mut next = if deepest < previous_deepest {
                     sc.anderson.clear();
