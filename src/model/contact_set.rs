@@ -41,8 +41,8 @@ pub struct BroadPhase {
 /// gaps at q^E after the one for the contacts at q^M, half a step before).
 #[derive(Debug, Clone, Default)]
 pub struct LastSweep {
-    /// The boxes (centre, half extents, m) and the pad, m; none after a
-    /// search that did not record.
+    /// The boxes (centre, half extents, m) and the pad, m, of the last
+    /// sweep (a search that reuses it does not replace it).
     boxes: Vec<(Vector3<f64>, Vector3<f64>)>,
     pad: f64,
     /// Body pairs (i < j), sorted.
@@ -62,12 +62,6 @@ impl LastSweep {
         self.pad = pad;
         self.pairs.clear();
         self.pairs.extend_from_slice(pairs);
-    }
-
-    /// Forgets the last sweep.
-    pub fn clear(&mut self) {
-        self.boxes.clear();
-        self.pairs.clear();
     }
 
     /// Whether every box of `boxes` grown by `pad` lies inside the same

@@ -827,7 +827,8 @@ impl ContactSolver {
         for g in 0..buffers.islands.len() {
             let members = buffers.islands.get(g);
             global_indices(members, contacts, starts, layout, &mut buffers.global_of);
-            // The island's contacts' identities and friction directions.
+            // The island's contacts' identities, friction directions and
+            // body blocks.
             buffers.ids.clear();
             buffers.ids.extend(members.iter().map(|&j| contacts[j].id));
             buffers.friction.clear();
@@ -835,6 +836,12 @@ impl ContactSolver {
                 members
                     .iter()
                     .map(|&j| contacts[j].jacobian.friction_count()),
+            );
+            buffers.blocks.clear();
+            buffers.blocks.extend(
+                members
+                    .iter()
+                    .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start)),
             );
             let velocities = &mut buffers.velocities;
             velocities.clear();
@@ -890,13 +897,7 @@ impl ContactSolver {
                     let lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
                     let mut q = std::mem::take(&mut buffers.q);
                     Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
-                    let dense = lcp.to_dense();
-                    for (i, &gi) in global_of.iter().enumerate() {
-                        dump.q[gi] = q[i];
-                        for (k, &gk) in global_of.iter().enumerate() {
-                            dump.m[(gi, gk)] = dense[(i, k)];
-                        }
-                    }
+                    write_island(dump, global_of, &lcp.to_dense(), &q, |_| 1.0);
                     buffers.q = q;
                     buffers.lcp = lcp.into_storage();
                 }
@@ -908,23 +909,10 @@ impl ContactSolver {
                     contacts: members.len(),
                     friction: friction.iter().sum(),
                 };
-                // Laid out as (29): each contact's directions from `first`.
-                let mut first = 0;
-                for (local_j, &j) in members.iter().enumerate() {
-                    let k = friction[local_j];
-                    let normal = local.normal(local_j);
-                    buffers.impulses.insert(
-                        contacts[j].id,
-                        std::iter::once(found.z[normal])
-                            .chain(found.z[first..first + k].iter().copied()),
-                    );
-                    first += k;
-                }
+                record_impulses(&mut buffers.impulses, ids, friction, local, &found.z);
                 buffers.warm.add(ids, friction, local, &found.basis);
-                for &j in members {
-                    for b in contacts[j].jacobian.blocks() {
-                        buffers.levels.insert(b.start, 0);
-                    }
+                for &b in &buffers.blocks {
+                    buffers.levels.insert(b, 0);
                 }
                 solution.islands += 1;
                 solution.reused += 1;
@@ -969,13 +957,7 @@ impl ContactSolver {
                 warm_fallback,
                 ..contact_options()
             };
-            let blocks = &mut buffers.blocks;
-            blocks.clear();
-            blocks.extend(
-                members
-                    .iter()
-                    .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start)),
-            );
+            let blocks = &buffers.blocks;
             let first = blocks
                 .iter()
                 .filter_map(|b| self.levels.get(b))
@@ -1115,15 +1097,10 @@ impl ContactSolver {
                 buffers.levels.insert(b, level);
             }
             if let Some(dump) = solution.lcp.as_mut() {
-                let dense = lcp.to_dense();
-                let global = |i: usize| global_of[i];
                 // The LCP solved, without the equilibration.
-                for i in 0..local.size() {
-                    dump.q[global(i)] = rhs[i];
-                    for k in 0..local.size() {
-                        dump.m[(global(i), global(k))] = dense[(i, k)] / (scale[i] * scale[k]);
-                    }
-                }
+                write_island(dump, global_of, &lcp.to_dense(), rhs.as_slice(), |i| {
+                    scale[i]
+                });
             }
             // The island's buffers go back for the next one.
             buffers.q = q.data.into();
@@ -1162,13 +1139,13 @@ impl ContactSolver {
                     entry.residual = island.residual;
                 });
             }
-            for (local_j, &j) in members.iter().enumerate() {
-                let rows = contacts[j].jacobian.friction_count() + 1;
-                buffers.impulses.insert(
-                    contacts[j].id,
-                    (0..rows).map(|r| island.z[lcp.index(local_j, r)]),
-                );
-            }
+            record_impulses(
+                &mut buffers.impulses,
+                ids,
+                friction,
+                local,
+                island.z.as_slice(),
+            );
             buffers.warm.add(ids, friction, local, &island.basis);
             buffers.lcp = lcp.into_storage();
         }
@@ -1180,5 +1157,42 @@ impl ContactSolver {
         // v* + W J z, the impulses summed before v* is added.
         solution.velocity += &velocity_change;
         solution
+    }
+}
+
+/// An island's impulses z (laid out as (29) by `local`, the contacts'
+/// `friction` directions each) into `impulses` by contact: c_n, then β.
+fn record_impulses(
+    impulses: &mut LastImpulses,
+    ids: &[ContactId],
+    friction: &[usize],
+    local: Layout,
+    z: &[f64],
+) {
+    let mut first = 0;
+    for (j, (&id, &k)) in ids.iter().zip(friction).enumerate() {
+        impulses.insert(
+            id,
+            std::iter::once(z[local.normal(j)]).chain(z[first..first + k].iter().copied()),
+        );
+        first += k;
+    }
+}
+
+/// An island's LCP (its operator `dense`, equilibrated by `scale`, and its
+/// right-hand side `q`) into the whole problem's `dump` at the indices
+/// `global_of`, without the equilibration.
+fn write_island(
+    dump: &mut Lcp,
+    global_of: &[usize],
+    dense: &DMatrix<f64>,
+    q: &[f64],
+    scale: impl Fn(usize) -> f64,
+) {
+    for (i, &gi) in global_of.iter().enumerate() {
+        dump.q[gi] = q[i];
+        for (k, &gk) in global_of.iter().enumerate() {
+            dump.m[(gi, gk)] = dense[(i, k)] / (scale(i) * scale(k));
+        }
     }
 }

@@ -16,7 +16,8 @@
 //! the same LCP is one.
 
 use crate::model::{Contact, ContactId};
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
+use std::hash::{Hash, Hasher};
 
 /// One island's solve: its key, and what the solve wrote.
 #[derive(Debug, Clone, Default)]
@@ -41,8 +42,9 @@ pub(super) struct Memo {
     now: Vec<Solved>,
     /// Storage for the next entries.
     spare: Vec<Solved>,
-    /// The key being looked up.
+    /// The key being looked up, and the entry of `last` it found.
     key: Vec<u64>,
+    found: Option<usize>,
 }
 
 impl Memo {
@@ -64,9 +66,10 @@ impl Memo {
         }
     }
 
-    /// Builds the key of the island `members` of `contacts` (with `terms`
-    /// its numbers per contact, see [`key_terms`]) and returns the last
-    /// solve's entry with the same key, if any.
+    /// Builds the key of the island `members` of `contacts` (`terms`
+    /// appends a contact's right-hand-side numbers and μ, `velocities` the
+    /// island's v* and W) and returns the last solve's entry with the same
+    /// key, if any.
     pub fn find(
         &mut self,
         members: &[usize],
@@ -89,16 +92,18 @@ impl Memo {
             terms(j, key);
         }
         velocities(key);
-        let &i = self.by_key.get(&hash(key))?;
-        let solved = &self.last[i];
-        let same = solved.key == *key
-            && solved.ids.len() == members.len()
-            && solved
-                .ids
-                .iter()
-                .zip(members)
-                .all(|(id, &j)| *id == contacts[j].id);
-        same.then_some(solved)
+        let last = &self.last;
+        self.found = self.by_key.get(&hash(key)).copied().filter(|&i| {
+            let solved = &last[i];
+            solved.key == *key
+                && solved.ids.len() == members.len()
+                && solved
+                    .ids
+                    .iter()
+                    .zip(members)
+                    .all(|(id, &j)| *id == contacts[j].id)
+        });
+        self.found.map(|i| &self.last[i])
     }
 
     /// Keeps the last [`Self::find`]'s island, not found, as solved with
@@ -117,21 +122,19 @@ impl Memo {
         self.now.push(solved);
     }
 
-    /// Keeps the entry `found` (from [`Self::find`]) for the next solve too.
+    /// Keeps the entry the last [`Self::find`] found for the next solve too
+    /// (an island comes once in a solve, so it moves).
     pub fn keep_found(&mut self) {
-        let mut solved = self.spare.pop().unwrap_or_default();
-        let key = std::mem::take(&mut self.key);
-        if let Some(&i) = self.by_key.get(&hash(&key)) {
-            solved.clone_from(&self.last[i]);
+        if let Some(i) = self.found.take() {
+            let solved = std::mem::take(&mut self.last[i]);
+            self.now.push(solved);
         }
-        self.key = key;
-        self.now.push(solved);
     }
 }
 
-/// A 64-bit hash of a key (FxHash's mixing over its words).
+/// A key's hash.
 fn hash(key: &[u64]) -> u64 {
-    key.iter().fold(key.len() as u64, |h, &x| {
-        (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
-    })
+    let mut hasher = FxHasher::default();
+    key.hash(&mut hasher);
+    hasher.finish()
 }
