@@ -96,14 +96,16 @@ fn a_failed_solve_names_its_step_stepper_and_cause() {
 /// (`StepReport::gap_bound`); its fixed-point iterations (§3.6) reach it on
 /// every shipped scene at its own h, but not on `pile.ron` at h = 0.03 s,
 /// where a box lands on a sphere from a step of 3 cm: that step ended
-/// 1.7 mm deep and was reported solved. Now it is reported, as not taken:
-/// the state is kept, the message names the bodies, the depth, the bound and
-/// the remedy, and every step taken before ended within the bound.
+/// 1.7 mm deep and was reported solved. With the step's halving turned off
+/// (`split_depth` 0) it is reported, as not taken: the state is kept, the
+/// message names the bodies, the depth, the bound and the remedy, and every
+/// step taken before ended within the bound.
 #[test]
 fn a_step_past_stewart_trinkles_gap_bound_is_reported_not_taken() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile.ron");
     let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
     sim.params.dt = 0.03;
+    sim.step_settings_mut().split_depth = 0;
     for _ in 0..100 {
         let before = sim.state.clone();
         let report = sim.step().expect("valid parameters").clone();
@@ -126,6 +128,56 @@ fn a_step_past_stewart_trinkles_gap_bound_is_reported_not_taken() {
         return;
     }
     panic!("pile.ron at h = 0.03 s kept within 1e-6 m for 3 s");
+}
+
+/// With the default settings the same steps are taken again as halves
+/// (`StepSettings::split_depth`), each held to the bound: `pile.ron` at h =
+/// 0.03 s runs its 3 s, every step within −1e-6 m, the energy never rising
+/// (the bound of §3.3 holds for each substep), on the time grid of h, and
+/// the steps that were split say so.
+#[test]
+fn a_step_past_the_gap_bound_is_taken_again_in_halves() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile.ron");
+    let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    sim.params.dt = 0.03;
+    let mut energy = sim.energy().0 + sim.energy().1;
+    let mut split = 0;
+    for k in 1..=100 {
+        let report = sim.step().expect("valid parameters").clone();
+        assert_eq!(
+            report.status,
+            LcpStatus::Solved,
+            "step {k}: {:?}",
+            sim.failure_message()
+        );
+        assert!(
+            report.min_gap >= -1e-6,
+            "step {k} ended {:e} m deep",
+            report.min_gap
+        );
+        let now = report.kinetic_energy + report.potential_energy;
+        assert!(
+            now - energy <= 1e-9 * energy.abs(),
+            "step {k}: {energy} -> {now}"
+        );
+        energy = now;
+        assert!(
+            (report.t - k as f64 * 0.03).abs() < 1e-12,
+            "step {k} ends at {}",
+            report.t
+        );
+        assert_eq!(report.t, sim.state.t);
+        if report.substeps > 1 {
+            split += 1;
+            // The attempt at h counts too.
+            assert!(report.solves > report.substeps, "{} solves", report.solves);
+        }
+    }
+    assert!(
+        split > 0,
+        "no step was split: the test no longer tests halving"
+    );
+    assert_eq!(sim.steps, 100);
 }
 
 /// The velocity-level schemes and NSGS state no position bound: a step of

@@ -239,6 +239,7 @@ impl Stepper {
             potential_energy: potential,
             min_gap,
             gap_bound,
+            substeps: 1,
             timings,
             lcp: solution.lcp,
         }

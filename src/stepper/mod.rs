@@ -193,6 +193,9 @@ pub struct StepReport {
     /// [`crate::sim::Simulation::step`] reports a step that ends deeper than
     /// its bound as not taken.
     pub gap_bound: Option<f64>,
+    /// Steps of h/substeps the step was taken as: 1, or more when it was
+    /// split to keep its gap promise ([`StepSettings::split_depth`]).
+    pub substeps: usize,
     /// Where the time went.
     pub timings: StepTimings,
     /// The final LCP, when the stepper was asked to keep it (`--dump-lcp`).

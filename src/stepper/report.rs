@@ -228,6 +228,7 @@ pub fn failure(
         potential_energy: potential,
         min_gap: f64::NAN,
         gap_bound: None,
+        substeps: 1,
         timings,
         lcp: solution.lcp,
     }
