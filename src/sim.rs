@@ -214,7 +214,7 @@ impl Simulation {
             // starting from the memory (active set, warm starts) the attempt
             // left: its contacts are the step's, and a cold start of a large
             // island costs tens of times a warm one (the generated pile of
-            // 220 took 1.6 s a step over 2 s with cold halves, 0.46 warm).
+            // 220 took 1.6 s a step over 2 s with cold halves, 0.5 s warm).
             // If that fails too, the step is reported, not taken, and the
             // memory, which belongs to a state not kept, is dropped.
             self.state = before.clone();
