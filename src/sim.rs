@@ -206,9 +206,7 @@ impl Simulation {
             self.state = before;
             report.status = LcpStatus::NumericalFailure;
             self.failure = Some(StepFailure::Overflow { what });
-        } else if let Some(bound) = report.gap_bound
-            && report.min_gap < bound
-        {
+        } else if let Some(bound) = report.broken_gap_bound() {
             // The scheme's promise broken. The step is taken again as
             // halves, each held to the promise (`StepSettings::split_depth`),
             // starting from the memory (active set, warm starts) the attempt
@@ -268,10 +266,7 @@ impl Simulation {
             {
                 return None;
             }
-            let mut done = if attempt
-                .gap_bound
-                .is_some_and(|bound| attempt.min_gap < bound)
-            {
+            let mut done = if attempt.broken_gap_bound().is_some() {
                 self.state = start;
                 let mut split = self.halves(&half, depth - 1)?;
                 add_work(&mut split, &attempt);
@@ -486,10 +481,7 @@ impl Simulation {
                 let settings = &self.stepper.settings;
                 let halved = match settings.split_depth {
                     0 => String::new(),
-                    depth => format!(
-                        " and in steps down to h/{}",
-                        1u64.checked_shl(depth.min(63) as u32).unwrap_or(u64::MAX)
-                    ),
+                    depth => format!(" and in steps down to h/{}", 1u64 << depth.min(63)),
                 };
                 format!(
                     "every LCP was solved, but the step ended {:.3e} m deep{at}, past the {stepper} stepper's bound of {:.1e} m after up to {} fixed-point iterations{halved}: the motion in one step is too large for the contacts linearized along it (lower --dt)",

@@ -203,6 +203,12 @@ pub struct StepReport {
 }
 
 impl StepReport {
+    /// The gap bound the step broke, if it ended deeper than its scheme's
+    /// promise ([`Self::gap_bound`]).
+    pub fn broken_gap_bound(&self) -> Option<f64> {
+        self.gap_bound.filter(|&bound| self.min_gap < bound)
+    }
+
     /// Number of contacts that carry a normal impulse.
     pub fn active_contacts(&self) -> usize {
         self.contacts

@@ -22,7 +22,7 @@
 use super::driver::{Advance, Scheme};
 use super::report::EndGap;
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::solve::{ContactProblem, ContactSolution, Failed, Islands};
 use super::step::{Solver, Step};
 use super::warm::Form;
 use crate::model::{Block, Contact, ContactId, ContactSet, Other};
@@ -72,9 +72,10 @@ struct Scratch {
     clamped: Vec<f64>,
     mu: Vec<f64>,
     anderson: Anderson,
-    /// The velocity indices of the islands that converged
-    /// ([`settled_velocities`]).
+    /// The velocity indices of the islands that converged, and the work
+    /// space that finds them ([`settled_velocities`]).
     settled: Vec<usize>,
+    settling: Settling,
 }
 
 /// One iterate of §3.6: the solve, qˡ⁺¹ and the deepest gap at qˡ⁺¹ (its
@@ -238,6 +239,7 @@ impl Scheme for StewartTrinkle {
                     sc.latest.as_slice(),
                     &sc.latest_gaps,
                     settings.gap_tolerance * model.length_scale(),
+                    &mut sc.settling,
                     &mut sc.settled,
                 );
             }
@@ -323,6 +325,14 @@ impl Scheme for StewartTrinkle {
     }
 }
 
+/// What [`settled_velocities`] reuses from call to call: the islands and
+/// the bodies whose end gaps are not met.
+#[derive(Debug, Clone, Default)]
+struct Settling {
+    islands: Islands,
+    deep: HashSet<usize>,
+}
+
 /// The velocity indices, into `out`, of the islands of `chosen` (the
 /// contacts an iterate solved) whose every end gap in `end_gaps` (those at
 /// its qˡ⁺¹) on one of their moving bodies is at least −`tolerance`.
@@ -330,11 +340,13 @@ fn settled_velocities(
     chosen: &[Contact],
     end_gaps: &[(ContactId, f64)],
     tolerance: f64,
+    work: &mut Settling,
     out: &mut Vec<usize>,
 ) {
     let refs: Vec<&Contact> = chosen.iter().collect();
     // The moving bodies whose end gaps are not met.
-    let mut deep: HashSet<usize> = HashSet::default();
+    let deep = &mut work.deep;
+    deep.clear();
     for (id, gap) in end_gaps {
         if *gap < -tolerance {
             deep.insert(id.a);
@@ -343,7 +355,9 @@ fn settled_velocities(
             }
         }
     }
-    for island in super::solve::islands(&refs) {
+    work.islands.find(&refs);
+    for g in 0..work.islands.len() {
+        let island = work.islands.get(g);
         // A contact's second body moves when it has a second block.
         let met = island.iter().all(|&j| {
             let c = &chosen[j];
@@ -354,7 +368,7 @@ fn settled_velocities(
             !deep.contains(&c.id.a) && second.is_none_or(|b| !deep.contains(&b))
         });
         if met {
-            for &j in &island {
+            for &j in island {
                 for b in chosen[j].jacobian.blocks() {
                     out.extend(b.range());
                 }
