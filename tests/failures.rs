@@ -96,7 +96,8 @@ fn a_failed_solve_names_its_step_stepper_and_cause() {
 /// (`StepReport::gap_bound`); its fixed-point iterations (§3.6) reach it on
 /// every shipped scene at its own h, but not on `pile.ron` at h = 0.03 s,
 /// where a box lands on a sphere from a step of 3 cm: that step ended
-/// 1.7 mm deep and was reported solved. With the step's halving turned off
+/// 1.7 mm deep and was reported solved (the end-point cuts now hold it; the
+/// step after, two spheres, ends 2.4 mm deep). With the step's halving turned off
 /// (`split_depth` 0) it is reported, as not taken: the state is kept, the
 /// message names the bodies, the depth, the bound and the remedy, and every
 /// step taken before ended within the bound.

@@ -171,6 +171,7 @@ impl Contact {
                 a: 0,
                 b: Other::World,
                 feature: 0,
+                cut: 0,
             },
             gap: 0.0,
             jacobian: super::ContactJacobian::empty(),

@@ -137,6 +137,7 @@ impl LinearSystem {
                             a: i,
                             b: Other::World,
                             feature: 0,
+                            cut: 0,
                         },
                         gap,
                         jacobian: ContactJacobian::dense(&c.w_n, &d),

@@ -62,6 +62,17 @@ pub struct ContactId {
     pub b: Other,
     /// Which feature pair (corner, end cap, manifold point, …).
     pub feature: u32,
+    /// 0 for a contact the geometry found. k ≥ 1 names the k-th cutting
+    /// plane a Stewart–Trinkle step took at one of its iterates' end points
+    /// (a row of that step's LCP only, never reported nor kept in the active
+    /// set): it can never equal a found contact's identity.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut: u32,
+}
+
+/// Serde: a found contact's identity is written without its `cut`.
+fn is_zero(cut: &u32) -> bool {
+    *cut == 0
 }
 
 /// Where a contact is in the world, for drawing and reports.

@@ -812,6 +812,7 @@ impl RigidSystem {
                             a: i,
                             b: Other::Surface(s),
                             feature,
+                            cut: 0,
                         };
                         found(id, gap, point, None, surface.normal);
                     }
@@ -882,6 +883,7 @@ impl RigidSystem {
                     a: i,
                     b: Other::Body(j),
                     feature: pc.feature,
+                    cut: 0,
                 };
                 found(id, pc.gap, pc.point_a, Some((j, pc.point_b)), pc.normal);
             }

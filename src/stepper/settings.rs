@@ -36,6 +36,14 @@ pub struct StepSettings {
     pub gap_guarantee: f64,
     /// See `gap_guarantee`.
     pub extra_gap_iterations: usize,
+    /// Whether Stewart–Trinkle's extra iterations (past `gap_iterations`)
+    /// keep cutting planes at the end points of the iterates that ended
+    /// deeper than `gap_guarantee`: each contact found that deep at such an
+    /// iterate's qˡ⁺¹, linearized there, stays a row of the step's LCP for
+    /// its later iterations (`stewart_trinkle::Cuts`). Measured on generated
+    /// piles where box faces or edges lie side by side, whose manifold
+    /// points change between iterations: see the README's [Scale] section.
+    pub end_point_cuts: bool,
     /// Halvings of h a step may take when it ends below the gap its scheme
     /// promises ([`crate::sim::Simulation::step`]): the step is taken again
     /// as two steps of h/2, each held to the promise, and so on down to
@@ -138,6 +146,7 @@ impl Default for StepSettings {
             gap_iterations: 8,
             gap_guarantee: 1e-6,
             extra_gap_iterations: 8,
+            end_point_cuts: true,
             split_depth: 3,
             regularization: [1e-6, 1e-4],
             compliance: [1e-4, 1e-3, 1e-2],

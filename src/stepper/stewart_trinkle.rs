@@ -41,8 +41,8 @@ pub struct StewartTrinkle;
 struct Scratch {
     /// The contacts at qˡ.
     start: ContactSet,
-    /// Their gaps by identity and by body pair ([`StartGaps`]).
-    start_by_id: HashMap<ContactId, f64>,
+    /// Their gaps (and points) by identity and by body pair ([`StartGaps`]).
+    start_by_id: HashMap<ContactId, StartGap>,
     start_by_pair: Vec<PointGap>,
     /// The candidates of an iteration: the contacts at q̂ as secants, then
     /// those of qˡ that q̂ no longer shows.
@@ -76,6 +76,8 @@ struct Scratch {
     /// space that finds them ([`settled_velocities`]).
     settled: Vec<usize>,
     settling: Settling,
+    /// The step's cutting planes at end points.
+    cuts: Cuts,
 }
 
 /// One iterate of §3.6: the solve, qˡ⁺¹ and the deepest gap at qˡ⁺¹ (its
@@ -98,10 +100,15 @@ impl Scheme for StewartTrinkle {
         let margin = settings.contact_margin(model, &state.v, h);
 
         step.geometry.contacts(&state.q, margin, &mut sc.start);
+        let length = model.length_scale();
+        // How far a contact point can move in a step, as in
+        // `StepSettings::contact_margin`, plus 1 % of the body size.
+        let reach = 0.01 * length + 2.0 * h * state.v.amax() * length.max(1.0);
         let start_gaps = StartGaps::new(
             sc.start.as_slice(),
             &mut sc.start_by_id,
             &mut sc.start_by_pair,
+            reach,
         );
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
@@ -109,6 +116,7 @@ impl Scheme for StewartTrinkle {
         let mut best: Option<Iterate> = None;
         let mut previous_deepest = f64::NEG_INFINITY;
         sc.anderson.clear();
+        sc.cuts.clear();
         let asked = params.ncp_iterations.max(1);
         // The contacts every iteration must keep: the previous step's active set,
         // then every contact an earlier iteration had to include. Without the
@@ -116,7 +124,6 @@ impl Scheme for StewartTrinkle {
         // the next q̂, drops out, and is violated again: the iterations oscillate.
         sc.required.clear();
         sc.required.extend(step.active.iter().copied());
-        let length = model.length_scale();
         // Past `gap_iterations`, a step goes on only while its best iterate
         // still ends deeper than `gap_guarantee` (up to
         // `extra_gap_iterations` more).
@@ -155,6 +162,12 @@ impl Scheme for StewartTrinkle {
                     sc.candidates.push_copy(c);
                 }
             }
+            // The cuts come last (the step's contact reports leave them out
+            // by position) and are always selected.
+            for c in sc.cuts.rows.as_slice() {
+                sc.predicted.push(c.gap + h * c.jacobian.normal_dot(&v_hat));
+                sc.candidates.push_copy(c);
+            }
             sc.known.clear();
             sc.known
                 .extend(sc.candidates.as_slice().iter().map(|c| c.id));
@@ -175,7 +188,10 @@ impl Scheme for StewartTrinkle {
                         .zip(&sc.predicted)
                         .enumerate()
                         .filter(|(i, (c, gap))| {
-                            **gap <= 0.0 || sc.required.contains(&c.id) || sc.stand_ins.marks[*i]
+                            **gap <= 0.0
+                                || c.id.cut != 0
+                                || sc.required.contains(&c.id)
+                                || sc.stand_ins.marks[*i]
                         })
                         .map(|(i, _)| i),
                 );
@@ -222,6 +238,18 @@ impl Scheme for StewartTrinkle {
                 continue;
             };
             let deepest = latest.deepest;
+            // Past the iterations every step may take, an iterate that ends
+            // deeper than the promise leaves cuts at its end point.
+            if settings.end_point_cuts
+                && params.solver == SolverKind::Lemke
+                && iteration + 1 >= base
+                && deepest < -settings.gap_guarantee
+            {
+                step.geometry
+                    .contacts(&latest.q, margin, &mut sc.cuts.at_end);
+                sc.cuts
+                    .take(&start_gaps, &latest.solved.velocity, h, length, settings);
+            }
             let converged = deepest >= -settings.gap_tolerance * model.length_scale();
             let last = iteration + 1 >= asked && converged;
             // Islands that converged keep their point of linearization
@@ -292,12 +320,23 @@ impl Scheme for StewartTrinkle {
             .as_slice()
             .iter()
             .enumerate()
+            .filter(|(_, c)| c.id.cut == 0)
             .filter(|(j, _)| {
                 let normal = solved.normal_index(*j);
                 solved.z[normal] > impulse_zero || solved.w[normal] <= zero * velocity_scale
             })
             .map(|(_, c)| c.id)
             .collect();
+        // The contact reports leave the cuts out: they are the last rows of
+        // the LCP, and the reports read the solution by position.
+        let found = sc
+            .best
+            .as_slice()
+            .iter()
+            .take_while(|c| c.id.cut == 0)
+            .count();
+        debug_assert!(sc.best.as_slice()[found..].iter().all(|c| c.id.cut != 0));
+        sc.best.truncate(found);
         std::mem::swap(&mut step.buffers.solved, &mut sc.best);
         std::mem::swap(&mut step.buffers.end_gaps, &mut sc.best_gaps);
         // The position-level promise (§3.3 with the iterations of §3.6):
@@ -322,6 +361,62 @@ impl Scheme for StewartTrinkle {
             active,
             gap_bound,
         })
+    }
+}
+
+/// Cutting planes at the end points of a step's iterates
+/// ([`StepSettings::end_point_cuts`]).
+///
+/// Where a pair's contact points change from one iterate of §3.6 to the
+/// next (a box landing on a sphere, whose contact moves from the box's face
+/// to its edge; the points of a manifold sliding along the edges as the
+/// bodies turn), every row of the LCP at q̂ can be met while the iterate
+/// still ends deep at points that q̂ did not show (`pile.ron` at h = 0.03 s:
+/// a box landing on a sphere at t = 0.18 s ended 1.7 mm deep after every
+/// iteration; taken whole with the cuts). A cut is such a
+/// violated contact found at qˡ⁺¹, linearized there: the secant of
+/// [`secant_contact`] through f(qˡ) along that iterate's vˡ⁺¹, so that
+/// f(qˡ) + h sᵀvˡ⁺¹ = f(qˡ⁺¹). Its γ = f(qˡ)/h is the same as any
+/// contact's, and its impulse acts along its own row, so a cut keeps the
+/// energy bound of §3.3 as every other row does; it is a valid inequality
+/// of the true gap to first order, which removes the iterate it came from.
+/// The cuts stay rows of every later iteration of the step (the next
+/// solves must keep them) and are never reported nor carried to the next
+/// step's active set. Keeping the secants at q̂ of earlier iterates instead
+/// (eighteenth session) turned the map into one that drifts: those rows are
+/// met already, and the violation is elsewhere.
+#[derive(Debug, Clone, Default)]
+struct Cuts {
+    /// The cut rows, named by their contact with `cut` = 1, 2, … in the
+    /// order taken.
+    rows: ContactSet,
+    /// The contacts found at the end point being cut.
+    at_end: ContactSet,
+}
+
+impl Cuts {
+    fn clear(&mut self) {
+        self.rows.clear();
+    }
+
+    /// Takes as cuts the contacts of `at_end` (found at an iterate's qˡ⁺¹)
+    /// deeper than the promise, linearized along the iterate's `velocity`.
+    fn take(
+        &mut self,
+        start_gaps: &StartGaps<'_>,
+        velocity: &DVector<f64>,
+        h: f64,
+        length: f64,
+        settings: &StepSettings,
+    ) {
+        for c in self.at_end.as_mut_slice() {
+            if c.gap < -settings.gap_guarantee {
+                // The secant finds f(qˡ) by the contact's own identity.
+                secant_contact(c, start_gaps, velocity, h, length, settings);
+                c.id.cut = u32::try_from(self.rows.len() + 1).unwrap_or(u32::MAX);
+                self.rows.push_copy(c);
+            }
+        }
     }
 }
 
@@ -551,12 +646,30 @@ fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bo
 /// The gaps f(qˡ) at the start of the step, by contact identity and, for a
 /// contact whose feature changed during the step (a sphere rolling from a
 /// box's face onto its edge), by body pair and nearest contact point.
+///
+/// Either is taken only where the point at qˡ lies within `reach` of the
+/// contact's point now: the secant of [`secant_contact`] holds the gap at
+/// f(qˡ) + h sᵀv, and a start gap read at another place of the pair is a
+/// wrong f(qˡ) by as much as the gaps differ along the pair. Measured on the
+/// generated pile of 120 (t = 0.96 s): two boxes face to face, the face
+/// tilted so that its far end stood 0.65 mm open; at q̂ parry gave a point
+/// at the near end that qˡ had not shown, the nearest point of qˡ was the
+/// far end, 0.11 m away, and the step took its 0.65 mm as the near end's
+/// room and ended 64 µm deep after every fixed-point iteration (and at
+/// every halving down to h/8; 40 µm there). A point farther than `reach`
+/// keeps the paper's linearization (see `secant_contact`).
 struct StartGaps<'b> {
-    by_id: &'b HashMap<ContactId, f64>,
+    by_id: &'b HashMap<ContactId, StartGap>,
     /// (body pair, contact point in the world, gap), sorted by pair, in the
     /// contacts' order within a pair.
     by_pair: &'b [PointGap],
+    /// How far from the contact's point now its point at qˡ may lie, m.
+    reach: f64,
 }
+
+/// A contact's gap at qˡ (m) and its point there (world, m; none in a
+/// linear system).
+type StartGap = (f64, Option<Vector3<f64>>);
 
 /// A body pair, a contact point of it (world, m) and its gap (m).
 type PointGap = ((usize, Other), Vector3<f64>, f64);
@@ -565,35 +678,49 @@ impl<'b> StartGaps<'b> {
     /// The gaps of `contacts`, kept in `by_id` and `by_pair` (replaced).
     fn new(
         contacts: &[Contact],
-        by_id: &'b mut HashMap<ContactId, f64>,
+        by_id: &'b mut HashMap<ContactId, StartGap>,
         by_pair: &'b mut Vec<PointGap>,
+        reach: f64,
     ) -> Self {
         by_id.clear();
         by_pair.clear();
         for c in contacts {
-            by_id.insert(c.id, c.gap);
+            by_id.insert(c.id, (c.gap, c.frame.as_ref().map(|f| f.point)));
             if let Some(frame) = &c.frame {
                 by_pair.push(((c.id.a, c.id.b), frame.point, c.gap));
             }
         }
         // Stable: within a pair the contacts keep their order.
         by_pair.sort_by_key(|(pair, _, _)| *pair);
-        Self { by_id, by_pair }
+        Self {
+            by_id,
+            by_pair,
+            reach,
+        }
     }
 
     /// f(qˡ) of the contact, if the same contact was there at qˡ.
     fn of(&self, contact: &Contact) -> Option<f64> {
-        if let Some(&gap) = self.by_id.get(&contact.id) {
-            return Some(gap);
+        let point = contact.frame.as_ref().map(|f| f.point);
+        if let Some(&(gap, then)) = self.by_id.get(&contact.id) {
+            // Linear systems' contacts have no point.
+            let near = then
+                .zip(point)
+                .is_none_or(|(then, now)| (then - now).norm() <= self.reach);
+            if near {
+                return Some(gap);
+            }
         }
-        let point = contact.frame.as_ref()?.point;
+        let point = point?;
         let pair = (contact.id.a, contact.id.b);
         let first = self.by_pair.partition_point(|(p, _, _)| *p < pair);
         self.by_pair[first..]
             .iter()
             .take_while(|(p, _, _)| *p == pair)
-            .min_by(|x, y| (x.1 - point).norm().total_cmp(&(y.1 - point).norm()))
-            .map(|&(_, _, gap)| gap)
+            .map(|(_, then, gap)| ((then - point).norm(), *gap))
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+            .filter(|(distance, _)| *distance <= self.reach)
+            .map(|(_, gap)| gap)
     }
 }
 
