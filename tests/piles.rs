@@ -193,6 +193,39 @@ fn the_wall_stands_with_its_gaps_and_energy_in_one_solve_a_step() {
     assert!(most_solves <= 3, "{most_solves} solves in one step");
 }
 
+/// Takes one step of `sim` and asserts the scheme's promises for it: solved,
+/// no end gap below −1e-6 m, no energy rise above 1e-9 (relative).
+fn step_within_the_promise(sim: &mut Simulation) -> contactlab::stepper::StepReport {
+    let (kinetic, potential) = sim.energy();
+    let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
+    assert_eq!(
+        report.status,
+        LcpStatus::Solved,
+        "{:?}",
+        sim.failure_message()
+    );
+    assert!(report.min_gap >= -1e-6, "ended {:e} m deep", report.min_gap);
+    let (now, then) = (
+        report.kinetic_energy + report.potential_energy,
+        kinetic + potential,
+    );
+    assert!(now - then <= 1e-9 * then.abs(), "{then} -> {now}");
+    report
+}
+
+/// The generated pile of `n` from the snapshot `file` of `tests/data`, with
+/// neither the end-point cuts nor halving.
+fn from_snapshot(n: usize, file: &str) -> Simulation {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
+    let mut sim = Simulation::new(generate::pile(n).unwrap_or_else(|e| panic!("{e}")));
+    snapshot::load_into(&mut sim, &path).unwrap_or_else(|e| panic!("{e}"));
+    sim.step_settings_mut().end_point_cuts = false;
+    sim.step_settings_mut().split_depth = 0;
+    sim
+}
+
 /// Cutting planes at end points (`StepSettings::end_point_cuts`): `pile.ron`
 /// at h = 0.03 s, where at t = 0.18 s a box lands on a sphere from a step of
 /// 3 cm and the contact moves from the box's face to its edge between
@@ -228,21 +261,8 @@ fn end_point_cuts_hold_a_box_landing_on_a_sphere() {
     assert!(pair.contains("box2") && pair.contains("sphere7"), "{pair}");
 
     let mut sim = start(true);
-    let (kinetic, potential) = sim.energy();
-    let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
-    assert_eq!(
-        report.status,
-        LcpStatus::Solved,
-        "{:?}",
-        sim.failure_message()
-    );
+    let report = step_within_the_promise(&mut sim);
     assert_eq!(report.substeps, 1, "taken whole, not in halves");
-    assert!(report.min_gap >= -1e-6, "ended {:e} m deep", report.min_gap);
-    let (now, then) = (
-        report.kinetic_energy + report.potential_energy,
-        kinetic + potential,
-    );
-    assert!(now - then <= 1e-9 * then.abs(), "{then} -> {now}");
     assert!(!report.contacts.is_empty());
     assert!(report.contacts.iter().all(|c| c.id.cut == 0));
     assert!(sim.stepper_memory().active.iter().all(|id| id.cut == 0));
@@ -258,26 +278,8 @@ fn end_point_cuts_hold_a_box_landing_on_a_sphere() {
 /// not rise.
 #[test]
 fn a_capsule_across_a_box_edge_is_held_in_one_step() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pile_150-capsule-across-box.ron");
-    let mut sim = Simulation::new(generate::pile(150).unwrap_or_else(|e| panic!("{e}")));
-    snapshot::load_into(&mut sim, &path).unwrap_or_else(|e| panic!("{e}"));
-    sim.step_settings_mut().end_point_cuts = false;
-    sim.step_settings_mut().split_depth = 0;
-    let (kinetic, potential) = sim.energy();
-    let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
-    assert_eq!(
-        report.status,
-        LcpStatus::Solved,
-        "{:?}",
-        sim.failure_message()
-    );
-    assert!(report.min_gap >= -1e-6, "ended {:e} m deep", report.min_gap);
-    let (now, then) = (
-        report.kinetic_energy + report.potential_energy,
-        kinetic + potential,
-    );
-    assert!(now - then <= 1e-9 * then.abs(), "{then} -> {now}");
+    let mut sim = from_snapshot(150, "pile_150-capsule-across-box.ron");
+    step_within_the_promise(&mut sim);
 }
 
 /// A contact's gap at the start of the step is read where the contact is
@@ -289,24 +291,6 @@ fn a_capsule_across_a_box_edge_is_held_in_one_step() {
 /// without the cuts or the halving, and the energy does not rise.
 #[test]
 fn a_start_gap_is_read_where_the_contact_is() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pile_120-boxes-face-to-face.ron");
-    let mut sim = Simulation::new(generate::pile(120).unwrap_or_else(|e| panic!("{e}")));
-    snapshot::load_into(&mut sim, &path).unwrap_or_else(|e| panic!("{e}"));
-    sim.step_settings_mut().end_point_cuts = false;
-    sim.step_settings_mut().split_depth = 0;
-    let (kinetic, potential) = sim.energy();
-    let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
-    assert_eq!(
-        report.status,
-        LcpStatus::Solved,
-        "{:?}",
-        sim.failure_message()
-    );
-    assert!(report.min_gap >= -1e-6, "ended {:e} m deep", report.min_gap);
-    let (now, then) = (
-        report.kinetic_energy + report.potential_energy,
-        kinetic + potential,
-    );
-    assert!(now - then <= 1e-9 * then.abs(), "{then} -> {now}");
+    let mut sim = from_snapshot(120, "pile_120-boxes-face-to-face.ron");
+    step_within_the_promise(&mut sim);
 }
