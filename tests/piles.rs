@@ -158,8 +158,8 @@ fn pile_100_is_the_generated_pile_of_100() {
 /// LCPs Lemke's floating-point lexicographic rule alone fails, are solved
 /// by the perturbed runs of `lcp::lemke`) and no step ends with a gap below
 /// −1e-6 m, and the total energy never rises by more than 1e-9 (relative)
-/// in a step (issue 12 item 5). Measured: deepest −1.8e-8 m, largest rise
-/// 1.4e-13 of the step before's energy, one step halved (before capsule–box
+/// in a step (issue 12 item 5). Measured: deepest −3.5e-8 m, largest rise
+/// 1.9e-16 of the step before's energy, one step halved (before capsule–box
 /// points were measured at the core: −2.5e-8 m and 1.0e-9).
 #[test]
 fn pile_100_runs_5_s_with_every_lcp_solved_and_no_gap_below_a_micrometre() {

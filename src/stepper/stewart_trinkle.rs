@@ -101,14 +101,15 @@ impl Scheme for StewartTrinkle {
 
         step.geometry.contacts(&state.q, margin, &mut sc.start);
         let length = model.length_scale();
-        // How far a contact point can move in a step, as in
-        // `StepSettings::contact_margin`, plus 1 % of the body size.
-        let reach = 0.01 * length + 2.0 * h * state.v.amax() * length.max(1.0);
         let start_gaps = StartGaps::new(
             sc.start.as_slice(),
             &mut sc.start_by_id,
             &mut sc.start_by_pair,
-            reach,
+            Reach {
+                velocity: &state.v,
+                fixed: 0.01 * length,
+                per_speed: 2.0 * h * length.max(1.0),
+            },
         );
         let mut q_hat = model.integrate(&state.q, &state.v, h);
         let mut v_hat = state.v.clone();
@@ -647,7 +648,7 @@ fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bo
 /// contact whose feature changed during the step (a sphere rolling from a
 /// box's face onto its edge), by body pair and nearest contact point.
 ///
-/// Either is taken only where the point at qˡ lies within `reach` of the
+/// Either is taken only where the point at qˡ lies within [`Reach`] of the
 /// contact's point now: the secant of [`secant_contact`] holds the gap at
 /// f(qˡ) + h sᵀv, and a start gap read at another place of the pair is a
 /// wrong f(qˡ) by as much as the gaps differ along the pair. Measured on the
@@ -656,15 +657,39 @@ fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bo
 /// at the near end that qˡ had not shown, the nearest point of qˡ was the
 /// far end, 0.11 m away, and the step took its 0.65 mm as the near end's
 /// room and ended 64 µm deep after every fixed-point iteration (and at
-/// every halving down to h/8; 40 µm there). A point farther than `reach`
-/// keeps the paper's linearization (see `secant_contact`).
+/// every halving down to h/8; 40 µm there). A point farther keeps the
+/// paper's linearization (see `secant_contact`).
 struct StartGaps<'b> {
     by_id: &'b HashMap<ContactId, StartGap>,
     /// (body pair, contact point in the world, gap), sorted by pair, in the
     /// contacts' order within a pair.
     by_pair: &'b [PointGap],
-    /// How far from the contact's point now its point at qˡ may lie, m.
-    reach: f64,
+    reach: Reach<'b>,
+}
+
+/// How far from a contact's point now its point at qˡ may lie: 1 % of the
+/// body size plus what its bodies move in two steps at their velocity at
+/// qˡ, as in `StepSettings::contact_margin` but for the contact's own
+/// bodies (a body thrown through the scene does not widen every pair's).
+struct Reach<'b> {
+    velocity: &'b DVector<f64>,
+    /// m.
+    fixed: f64,
+    /// 2h max(L, 1): m per unit of the fastest velocity entry.
+    per_speed: f64,
+}
+
+impl Reach<'_> {
+    /// The reach of `contact`, m.
+    fn of(&self, contact: &Contact) -> f64 {
+        let speed = contact
+            .jacobian
+            .blocks()
+            .iter()
+            .flat_map(|b| self.velocity.as_slice()[b.range()].iter())
+            .fold(0.0, |m: f64, x| m.max(x.abs()));
+        self.fixed + self.per_speed * speed
+    }
 }
 
 /// A contact's gap at qˡ (m) and its point there (world, m; none in a
@@ -680,7 +705,7 @@ impl<'b> StartGaps<'b> {
         contacts: &[Contact],
         by_id: &'b mut HashMap<ContactId, StartGap>,
         by_pair: &'b mut Vec<PointGap>,
-        reach: f64,
+        reach: Reach<'b>,
     ) -> Self {
         by_id.clear();
         by_pair.clear();
@@ -702,11 +727,12 @@ impl<'b> StartGaps<'b> {
     /// f(qˡ) of the contact, if the same contact was there at qˡ.
     fn of(&self, contact: &Contact) -> Option<f64> {
         let point = contact.frame.as_ref().map(|f| f.point);
+        let reach = || self.reach.of(contact);
         if let Some(&(gap, then)) = self.by_id.get(&contact.id) {
             // Linear systems' contacts have no point.
             let near = then
                 .zip(point)
-                .is_none_or(|(then, now)| (then - now).norm() <= self.reach);
+                .is_none_or(|(then, now)| (then - now).norm() <= reach());
             if near {
                 return Some(gap);
             }
@@ -719,7 +745,7 @@ impl<'b> StartGaps<'b> {
             .take_while(|(p, _, _)| *p == pair)
             .map(|(_, then, gap)| ((then - point).norm(), *gap))
             .min_by(|x, y| x.0.total_cmp(&y.0))
-            .filter(|(distance, _)| *distance <= self.reach)
+            .filter(|(distance, _)| *distance <= reach())
             .map(|(_, gap)| gap)
     }
 }
