@@ -1,10 +1,12 @@
-//! One Stewart–Trinkle step of each shipped scene, from a state a third into
-//! its run (so contacts are active), plus the split of the step's time between
-//! contact geometry, LCP assembly and Lemke pivots.
+//! The steps of each shipped scene from a state a third into its run (so
+//! contacts are active), taken as a run takes them (`common::bench_run`:
+//! runs of 20 consecutive steps from clones of that state), plus the split
+//! of the step's time between contact geometry, LCP assembly and Lemke
+//! pivots over the rest of the run.
 
 mod common;
 
-use common::{Split, bench_step};
+use common::{Split, bench_run};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -47,7 +49,7 @@ fn bench(c: &mut Criterion) {
             split.percent(split.build),
             split.percent(split.lemke)
         );
-        bench_step(&mut group, &name, &sim);
+        bench_run(&mut group, &name, &sim);
     }
     group.finish();
 }

@@ -415,7 +415,11 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
 /// bit for bit (`solve::memo`): on the settled pile of 22, a second solve
 /// in which one island's right-hand side moved solves that island again
 /// and takes every other from the first, with the same impulses bit for
-/// bit and every island's complementarity kept; a new step reuses nothing.
+/// bit and every island's complementarity kept. A step that does not start
+/// where the last one ended reuses nothing; the step that does reuses the
+/// islands a solve would give again (same LCP and warm start, no pivot),
+/// bit for bit what a solver without the memo gives, and none once the
+/// warm start is forgotten.
 #[test]
 fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
     use contactlab::stepper::StepSettings;
@@ -438,7 +442,7 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
     let mut solver = ContactSolver::default();
     solver.begin_step(&sim.params, &settings);
     let mut buffers = SolveBuffers::default();
-    buffers.begin_step();
+    buffers.begin_step(0.0);
     macro_rules! problem {
         ($normal_terms:expr) => {
             ContactProblem {
@@ -488,9 +492,36 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
         assert_eq!(first.z[i].to_bits(), second.z[i].to_bits(), "contact {j}");
     }
     assert_ne!(first.z, second.z, "the pushed island was solved again");
-    // A new step starts without them.
-    buffers.begin_step();
+    // A step that does not start where the last one ended.
+    buffers.begin_step(1.0);
     let third = solver.solve(&problem!(&pushed), Form::Position, &settings, &mut buffers);
     assert_eq!(third.reused, 0);
     assert!(complementary(&third));
+    // The step that starts where it ended, against a solver without memo.
+    buffers.end_step(2.0);
+    buffers.begin_step(2.0);
+    let mut without = solver.clone();
+    let fourth = solver.solve(&problem!(&pushed), Form::Position, &settings, &mut buffers);
+    let mut empty = SolveBuffers::default();
+    empty.begin_step(2.0);
+    let solved = without.solve(&problem!(&pushed), Form::Position, &settings, &mut empty);
+    assert_eq!(solved.reused, 0);
+    assert!(
+        fourth.reused > 0 && fourth.reused <= islands.len(),
+        "{} of {} islands reused",
+        fourth.reused,
+        islands.len()
+    );
+    let bits = |x: &nalgebra::DVector<f64>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&fourth.z), bits(&solved.z));
+    assert_eq!(bits(&fourth.w), bits(&solved.w));
+    assert_eq!(bits(&fourth.velocity), bits(&solved.velocity));
+    assert_eq!(fourth.pivots, solved.pivots);
+    // Forgotten warm starts: a solve would start elsewhere.
+    buffers.end_step(3.0);
+    buffers.begin_step(3.0);
+    solver.clear();
+    let fifth = solver.solve(&problem!(&pushed), Form::Position, &settings, &mut buffers);
+    assert_eq!(fifth.reused, 0);
+    assert!(complementary(&fifth));
 }

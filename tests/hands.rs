@@ -170,8 +170,10 @@ fn the_perturbation_turns_a_free_body_by_r_cross_f() {
 }
 
 /// The steppers and scenes the history is checked on.
-const REPLAYS: [(&str, Option<StepperKind>); 5] = [
+const REPLAYS: [(&str, Option<StepperKind>); 6] = [
     ("pile.ron", None),
+    // Three balls at rest: islands carried from step to step (`solve::memo`).
+    ("four_balls.ron", None),
     ("four_balls.ron", Some(StepperKind::MoreauJean)),
     ("chain.ron", None),
     ("two_bar_linkage.ron", Some(StepperKind::EulerLcp)),

@@ -6,7 +6,7 @@ use contactlab::sim::Simulation;
 use contactlab::stepper::StepReport;
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The binary's allocator (see `src/main.rs`), so that the benchmarks time
 /// the step as `contactlab run` and the viewer take it.
@@ -60,6 +60,7 @@ impl Split {
 }
 
 /// Times one step of `sim` (from a fresh clone each time).
+#[allow(dead_code)]
 pub fn bench_step(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
     group.bench_function(name, |b| {
         b.iter_batched(
@@ -67,6 +68,36 @@ pub fn bench_step(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Si
             |mut s| s.step().map(|r| r.pivots),
             BatchSize::SmallInput,
         )
+    });
+}
+
+/// Steps a run takes in a row in [`bench_run`].
+pub const RUN: u64 = 20;
+
+/// Times the steps of `sim` as a run takes them: each of criterion's
+/// iterations is one step, taken in runs of [`RUN`] consecutive steps from
+/// a fresh clone of `sim` (the clone untimed). A step reuses what the step
+/// before it left (`solve::memo` carries the islands that come back bit
+/// for bit, such as bodies at rest), which a step from a fresh clone of the
+/// same state never finds; [`bench_step`] times that first step alone.
+#[allow(dead_code)]
+pub fn bench_run(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let steps = left.min(RUN);
+                let mut run = sim.clone();
+                let start = Instant::now();
+                for _ in 0..steps {
+                    std::hint::black_box(run.step().map(|r| r.pivots).ok());
+                }
+                total += start.elapsed();
+                left -= steps;
+            }
+            total
+        })
     });
 }
 

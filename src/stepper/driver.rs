@@ -162,7 +162,7 @@ impl Stepper {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let work = &mut *guard;
-        work.solve.begin_step();
+        work.solve.begin_step(state.t);
         let lent = Lent {
             solver: &mut memory.solver,
             solve: &mut work.solve,
@@ -222,6 +222,7 @@ impl Stepper {
         state.q = advance.q;
         state.v = advance.v;
         state.t += params.dt;
+        work.solve.end_step(state.t);
         let (kinetic, potential) = model.energy(&state.q, &state.v, params);
         let mut timings = timings;
         timings.total = start.elapsed();

@@ -77,16 +77,18 @@ fn solve_structured_or_fail<M: LcpMatrix + ?Sized>(
 /// light body under a heavy one); see [`refine`] for when the refinement
 /// replaces Lemke's (z, w) and for the `starts` of its repair. Returns the
 /// refined velocity change (flat) to use instead of W J z.
+/// `cancellation` is `lcp.cancellation(&candidate.z)`.
 fn polish(
     lcp: &ContactLcp<'_>,
     rhs: &DVector<f64>,
     candidate: &mut LcpSolution,
     starts: &[&[usize]],
+    cancellation: f64,
     velocity_scale: f64,
     settings: &StepSettings,
 ) -> Option<Vec<f64>> {
     if !needs_refinement(
-        lcp.cancellation(&candidate.z),
+        cancellation,
         candidate,
         lcp.mass_spread(),
         velocity_scale,
@@ -325,6 +327,15 @@ pub(super) fn failed_solution(n: usize) -> LcpSolution {
     }
 }
 
+/// The level of [`ladder`]'s first attempt.
+fn first_level(size: usize, levels: usize, settings: &StepSettings, first: usize) -> usize {
+    if size >= settings.remember_regularization_from {
+        first.min(levels)
+    } else {
+        0
+    }
+}
+
 /// One attempt of the regularization ladder: the level (0: none), whether
 /// the scheme's relaxed right-hand side is used, and whether the warm start
 /// is given.
@@ -341,11 +352,7 @@ pub(super) fn ladder(
     settings: &StepSettings,
     first: usize,
 ) -> Vec<Attempt> {
-    let first = if size >= settings.remember_regularization_from {
-        first.min(levels)
-    } else {
-        0
-    };
+    let first = first_level(size, levels, settings, first);
     let sticky = (first > 0).then_some((first, false, true));
     sticky
         .into_iter()
@@ -591,16 +598,23 @@ pub struct SolveBuffers {
     relaxed: Vec<f64>,
     centre: Vec<f64>,
     scale: Vec<f64>,
-    /// The islands solved earlier in the step ([`memo`]).
+    /// The islands solved earlier in the step, or carried from the step
+    /// before ([`memo`]).
     memo: memo::Memo,
     /// An island's velocity indices.
     velocities: Vec<usize>,
 }
 
 impl SolveBuffers {
-    /// Starts a step: no island of an earlier step is reused.
-    pub fn begin_step(&mut self) {
-        self.memo.clear();
+    /// Starts a step at time `t`: only the islands of the step that ended
+    /// at `t` may be reused, under [`memo::Strict`]'s checks.
+    pub fn begin_step(&mut self, t: f64) {
+        self.memo.begin_step(t);
+    }
+
+    /// Ends a step, accepted, at time `t`.
+    pub fn end_step(&mut self, t: f64) {
+        self.memo.end_step(t);
     }
 }
 
@@ -881,6 +895,32 @@ impl ContactSolver {
                 };
                 buffers.memo.find(members, contacts, terms, on_velocities)
             };
+            let local = Layout {
+                contacts: members.len(),
+                friction: buffers.friction.iter().sum(),
+            };
+            let first = buffers
+                .blocks
+                .iter()
+                .filter_map(|b| self.levels.get(b))
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let rungs = settings.compliance.len();
+            let plain_first = first_level(local.size(), rungs, settings, first) == 0;
+            // An island carried from the step before is reused only where a
+            // solve would give it again ([`memo::Strict`]).
+            let found = found.filter(|found| {
+                !found.carried
+                    || found.strict.as_ref().is_some_and(|strict| {
+                        plain_first
+                            && strict.cancellation <= settings.polish_cancellation * velocity_scale
+                            && self
+                                .warm
+                                .basis(form, &buffers.ids, &buffers.friction, local)
+                                == strict.warm
+                    })
+            });
             if let Some(found) = found {
                 let global_of = &buffers.global_of;
                 for (i, &g) in global_of.iter().enumerate() {
@@ -905,10 +945,6 @@ impl ContactSolver {
                     velocity_change[i] += dv;
                 }
                 let (ids, friction) = (&buffers.ids, &buffers.friction);
-                let local = Layout {
-                    contacts: members.len(),
-                    friction: friction.iter().sum(),
-                };
                 record_impulses(&mut buffers.impulses, ids, friction, local, &found.z);
                 buffers.warm.add(ids, friction, local, &found.basis);
                 for &b in &buffers.blocks {
@@ -926,7 +962,7 @@ impl ContactSolver {
             buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
             let storage = std::mem::take(&mut buffers.lcp);
             let mut lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
-            let local = lcp.layout;
+            debug_assert_eq!(lcp.layout, local);
             let global_of = &buffers.global_of;
             let mut q = std::mem::take(&mut buffers.q);
             Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
@@ -938,6 +974,7 @@ impl ContactSolver {
             });
             let (ids, friction) = (&buffers.ids, &buffers.friction);
             let warm_start = self.warm.basis(form, ids, friction, local);
+            let mapped = warm_start.clone();
             let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
             let mut scale = std::mem::take(&mut buffers.scale);
@@ -958,12 +995,6 @@ impl ContactSolver {
                 ..contact_options()
             };
             let blocks = &buffers.blocks;
-            let first = blocks
-                .iter()
-                .filter_map(|b| self.levels.get(b))
-                .copied()
-                .max()
-                .unwrap_or(0);
             // The proximal centre: the impulses these contacts had in the
             // last solve, laid out as this island's LCP.
             let mut centre = std::mem::take(&mut buffers.centre);
@@ -983,8 +1014,10 @@ impl ContactSolver {
             let cold = contact_options();
             let mut pivots = 0;
             let mut outcome = None;
-            let rungs = settings.compliance.len();
-            for (level, relax, warm) in ladder(local.size(), rungs, settings, first) {
+            for (attempt, (level, relax, warm)) in ladder(local.size(), rungs, settings, first)
+                .into_iter()
+                .enumerate()
+            {
                 let options = if warm { &options } else { &cold };
                 let epsilon = if level == 0 {
                     0.0
@@ -1068,25 +1101,38 @@ impl ContactSolver {
                 // The scheme's own LCP only: a compliance's solution is
                 // checked against it by the proximal passes' defect, which
                 // a refined (or repaired) z would bypass.
+                let mut cancellation = None;
                 let polished = (epsilon == 0.0)
                     .then(|| {
+                        let c = lcp.cancellation(&candidate.z);
+                        cancellation = Some(c);
                         polish(
                             &lcp,
                             &rhs,
                             &mut candidate,
                             &starts,
+                            c,
                             velocity_scale,
                             settings,
                         )
                     })
                     .flatten();
                 let solved = candidate.status == LcpStatus::Solved;
-                outcome = Some((candidate, level, rhs, polished));
+                // The solve was a function of the key, the warm start and
+                // the refinement's test alone (see `memo::Strict`).
+                let strict = (attempt == 0 && level == 0 && pivots == 0 && polished.is_none())
+                    .then_some(cancellation)
+                    .flatten()
+                    .map(|cancellation| memo::Strict {
+                        warm: mapped.clone(),
+                        cancellation,
+                    });
+                outcome = Some((candidate, level, rhs, polished, strict));
                 if solved {
                     break;
                 }
             }
-            let Some((island, level, rhs, polished)) = outcome else {
+            let Some((island, level, rhs, polished, strict)) = outcome else {
                 unreachable!("the ladder has at least level 0")
             };
             solution.islands += 1;
@@ -1137,6 +1183,7 @@ impl ContactSolver {
                         .velocity
                         .extend(velocities.iter().map(|&i| (i, velocity_change[i])));
                     entry.residual = island.residual;
+                    entry.strict = strict;
                 });
             }
             record_impulses(

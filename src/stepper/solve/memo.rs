@@ -1,5 +1,5 @@
-//! Islands solved earlier in the same step, reused when the same LCP comes
-//! back bit for bit.
+//! Islands solved earlier in the same step, or in the step just before,
+//! reused when the same LCP comes back bit for bit.
 //!
 //! Stewart–Trinkle's fixed-point iterations (§3.6) solve every island again
 //! at each iteration of the step, and the step iterates until its deepest
@@ -14,6 +14,18 @@
 //! identities, blocks, rows, μ and right-hand-side terms, and v* and W on
 //! the island's velocities. The warm start is not in it: any solution of
 //! the same LCP is one.
+//!
+//! A body at rest on a table or on other resting bodies comes back bit for
+//! bit from step to step too (v = 0 exactly and q unchanged: the three
+//! waiting balls of `four_balls`), so the islands of a step's last solve
+//! are carried into the next step. There a solution must also be the one a
+//! solve would give, so that a simulation restored from a checkpoint
+//! (whose memo is empty) steps to the same bits: an entry is carried only
+//! when its solve was a function of the key and of what is checked at
+//! reuse alone ([`Strict`]: the scheme's own LCP solved at the first rung
+//! without a pivot and without the velocity-space refinement, from a warm
+//! start that the reuse compares), and only into the step that starts
+//! where its step ended.
 
 use crate::model::{Contact, ContactId};
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
@@ -23,6 +35,8 @@ use std::hash::{Hash, Hasher};
 #[derive(Debug, Clone, Default)]
 pub(super) struct Solved {
     key: Vec<u64>,
+    /// The key's hash.
+    hash: u64,
     ids: Vec<ContactId>,
     /// z and w in the island's own order.
     pub z: Vec<f64>,
@@ -32,6 +46,26 @@ pub(super) struct Solved {
     /// The island's velocity change W J z, by velocity index.
     pub velocity: Vec<(usize, f64)>,
     pub residual: f64,
+    /// Set when the solve was a function of the key and of these alone,
+    /// so that the entry can be carried into the next step.
+    pub strict: Option<Strict>,
+    /// Carried from the step before: reused only after [`Strict`]'s checks
+    /// (then it belongs to this step).
+    pub carried: bool,
+}
+
+/// What else a carried entry's solve depended on. Lemke's solution of an
+/// island is a function of its LCP (the key), its warm start, the ladder's
+/// first rung and, through the refinement's test (`needs_refinement`), the
+/// velocity scale of the whole problem: an entry solved at the first rung,
+/// level 0, is reused when the warm start is the same and the test again
+/// declines the refinement.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Strict {
+    /// The warm start mapped for the island (`None`: none was mapped).
+    pub warm: Option<Vec<usize>>,
+    /// The refinement test's cancellation of the solution (m/s).
+    pub cancellation: f64,
 }
 
 /// The islands of the last solve and of the current one.
@@ -42,27 +76,43 @@ pub(super) struct Memo {
     now: Vec<Solved>,
     /// Storage for the next entries.
     spare: Vec<Solved>,
-    /// The key being looked up, and the entry of `last` it found.
+    /// The key being looked up, its hash, and the entry of `last` it found.
     key: Vec<u64>,
+    hash: u64,
     found: Option<usize>,
+    /// The time (bits) at which the step that kept `now` ended.
+    ended: Option<u64>,
 }
 
 impl Memo {
-    /// Forgets every island (a new step).
-    pub fn clear(&mut self) {
-        self.spare.append(&mut self.last);
-        self.spare.append(&mut self.now);
+    /// Starts a step at time `t`: the islands of the last solve are carried
+    /// when their step ended at `t` (the step just before, not a sibling
+    /// clone's step from the same state), else forgotten.
+    pub fn begin_step(&mut self, t: f64) {
+        release(&mut self.spare, &mut self.last);
         self.by_key.clear();
+        if self.ended.take() == Some(t.to_bits()) {
+            for solved in &mut self.now {
+                solved.carried = true;
+            }
+        } else {
+            release(&mut self.spare, &mut self.now);
+        }
+    }
+
+    /// Ends a step, accepted, at time `t`.
+    pub fn end_step(&mut self, t: f64) {
+        self.ended = Some(t.to_bits());
     }
 
     /// Starts a solve: the islands of the one before become the ones to
     /// reuse.
     pub fn begin(&mut self) {
-        self.spare.append(&mut self.last);
+        release(&mut self.spare, &mut self.last);
         std::mem::swap(&mut self.last, &mut self.now);
         self.by_key.clear();
         for (i, solved) in self.last.iter().enumerate() {
-            self.by_key.entry(hash(&solved.key)).or_insert(i);
+            self.by_key.entry(solved.hash).or_insert(i);
         }
     }
 
@@ -93,7 +143,8 @@ impl Memo {
         }
         velocities(key);
         let last = &self.last;
-        self.found = self.by_key.get(&hash(key)).copied().filter(|&i| {
+        self.hash = hash(key);
+        self.found = self.by_key.get(&self.hash).copied().filter(|&i| {
             let solved = &last[i];
             solved.key == *key
                 && solved.ids.len() == members.len()
@@ -116,8 +167,11 @@ impl Memo {
     ) {
         let mut solved = self.spare.pop().unwrap_or_default();
         std::mem::swap(&mut solved.key, &mut self.key);
+        solved.hash = self.hash;
         solved.ids.clear();
         solved.ids.extend(members.iter().map(|&j| contacts[j].id));
+        solved.carried = false;
+        solved.strict = None;
         fill(&mut solved);
         self.now.push(solved);
     }
@@ -126,10 +180,19 @@ impl Memo {
     /// (an island comes once in a solve, so it moves).
     pub fn keep_found(&mut self) {
         if let Some(i) = self.found.take() {
-            let solved = std::mem::take(&mut self.last[i]);
+            let mut solved = std::mem::take(&mut self.last[i]);
+            solved.carried = false;
             self.now.push(solved);
         }
     }
+}
+
+/// Moves `entries` into `spare` for their storage, except the empty
+/// places that [`Memo::keep_found`] left (the entry itself moved on): kept,
+/// they grew the pool by one entry a reuse (the pile of 200 reuses about
+/// 450 islands a step), and its copies with it.
+fn release(spare: &mut Vec<Solved>, entries: &mut Vec<Solved>) {
+    spare.extend(entries.drain(..).filter(|solved| solved.key.capacity() > 0));
 }
 
 /// A key's hash.
