@@ -44,6 +44,73 @@ struct Scratch {
     marked: Vec<bool>,
     /// The local blocks the current product touches.
     touched: Vec<usize>,
+    /// Symbolic factorizations of recent KKT patterns ([`KktBlock`]).
+    symbolic: SymbolicCache,
+}
+
+/// The symbolic analyses (COLAMD ordering and elimination structure) of the
+/// last few sparsity patterns factored ([`KktBlock::new`]), most recent
+/// first. A Lemke run factors its basis block again at every
+/// refactorization, the tableau starts by factoring the warm basis that
+/// `feasible_warm` factored just before, and the final basis is factored
+/// for its check and again for its refinement; the fixed-point iterations
+/// of a step then solve each island again from the same basis. The
+/// pattern is the key (compared entry by entry), and the numeric
+/// factorization from a kept analysis is the one a fresh analysis gives,
+/// bit for bit: the analysis is a function of the pattern alone.
+#[derive(Debug, Clone, Default)]
+struct SymbolicCache {
+    entries: Vec<SymbolicEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct SymbolicEntry {
+    nrows: usize,
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    symbolic: faer::sparse::linalg::solvers::SymbolicLu<usize>,
+}
+
+impl SymbolicCache {
+    /// Patterns kept.
+    const CAPACITY: usize = 4;
+
+    /// The analysis of `pattern`, from the cache or computed and kept.
+    fn get(
+        &mut self,
+        pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>,
+    ) -> Option<faer::sparse::linalg::solvers::SymbolicLu<usize>> {
+        let same = |e: &SymbolicEntry| {
+            e.nrows == pattern.nrows()
+                && e.col_ptr.as_slice() == pattern.col_ptr()
+                && e.row_idx.as_slice() == pattern.row_idx()
+        };
+        if let Some(i) = self.entries.iter().position(same) {
+            let entry = self.entries.remove(i);
+            let symbolic = entry.symbolic.clone();
+            self.entries.insert(0, entry);
+            return Some(symbolic);
+        }
+        let symbolic = faer::sparse::linalg::solvers::SymbolicLu::try_new(pattern).ok()?;
+        let mut entry = if self.entries.len() >= Self::CAPACITY {
+            self.entries.pop()?
+        } else {
+            SymbolicEntry {
+                nrows: 0,
+                col_ptr: Vec::new(),
+                row_idx: Vec::new(),
+                symbolic: symbolic.clone(),
+            }
+        };
+        entry.nrows = pattern.nrows();
+        entry.col_ptr.clear();
+        entry.col_ptr.extend_from_slice(pattern.col_ptr());
+        entry.row_idx.clear();
+        entry.row_idx.extend_from_slice(pattern.row_idx());
+        entry.symbolic = symbolic.clone();
+        self.entries.insert(0, entry);
+        Some(symbolic)
+    }
 }
 
 /// The (29) matrix of a set of contacts with a block-diagonal W.
@@ -403,6 +470,7 @@ impl ContactLcp<'_> {
             impulse,
             marked,
             touched,
+            ..
         } = &mut *scratch;
         for &(j, value) in x {
             if value == 0.0 {
@@ -756,7 +824,12 @@ impl KktBlock {
         let size = dof + m;
         let matrix =
             SparseColMat::<usize, f64>::try_new_from_triplets(size, size, &entries).ok()?;
-        let lu = matrix.sp_lu().ok()?;
+        // Column-compressed with sorted, summed entries: the pattern is
+        // canonical, so equal patterns compare equal.
+        let symbolic = lcp.scratch.borrow_mut().symbolic.get(matrix.symbolic())?;
+        let lu =
+            faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
+                .ok()?;
         Some(Self { lu, dof, size: m })
     }
 
