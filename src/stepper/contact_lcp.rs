@@ -20,6 +20,7 @@ use super::assembly::{Layout, POLISH_STEPS};
 use crate::lcp::{BlockSolver, LcpMatrix};
 use crate::model::ContactJacobian;
 use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
 
 /// A body's velocity block as the operator sees it.
 #[derive(Debug, Clone)]
@@ -61,6 +62,19 @@ struct Scratch {
 #[derive(Debug, Clone, Default)]
 struct SymbolicCache {
     entries: Vec<SymbolicEntry>,
+    /// The last numeric factorizations, with their matrices' values: the
+    /// same basis of the same LCP is factored again by the tableau after
+    /// `feasible_warm`, and by the refinement after the final check.
+    numeric: Vec<NumericEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct NumericEntry {
+    nrows: usize,
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    values: Vec<u64>,
+    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +88,58 @@ struct SymbolicEntry {
 impl SymbolicCache {
     /// Patterns kept.
     const CAPACITY: usize = 4;
+    /// Numeric factorizations kept.
+    const NUMERIC: usize = 2;
+
+    /// The LU of `matrix`: kept if the same matrix (pattern and values, bit
+    /// for bit) was factored lately, else factored from its pattern's
+    /// analysis ([`Self::get`]).
+    fn lu(
+        &mut self,
+        matrix: &faer::sparse::SparseColMat<usize, f64>,
+    ) -> Option<Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>> {
+        let pattern = matrix.symbolic();
+        let values = matrix.val();
+        let same = |e: &NumericEntry| {
+            e.nrows == pattern.nrows()
+                && e.col_ptr.as_slice() == pattern.col_ptr()
+                && e.row_idx.as_slice() == pattern.row_idx()
+                && e.values.len() == values.len()
+                && e.values.iter().zip(values).all(|(a, b)| *a == b.to_bits())
+        };
+        if let Some(i) = self.numeric.iter().position(same) {
+            let entry = self.numeric.remove(i);
+            let lu = Arc::clone(&entry.lu);
+            self.numeric.insert(0, entry);
+            return Some(lu);
+        }
+        let symbolic = self.get(pattern)?;
+        let lu = Arc::new(
+            faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
+                .ok()?,
+        );
+        let mut entry = if self.numeric.len() >= Self::NUMERIC {
+            self.numeric.pop()?
+        } else {
+            NumericEntry {
+                nrows: 0,
+                col_ptr: Vec::new(),
+                row_idx: Vec::new(),
+                values: Vec::new(),
+                lu: Arc::clone(&lu),
+            }
+        };
+        entry.nrows = pattern.nrows();
+        entry.col_ptr.clear();
+        entry.col_ptr.extend_from_slice(pattern.col_ptr());
+        entry.row_idx.clear();
+        entry.row_idx.extend_from_slice(pattern.row_idx());
+        entry.values.clear();
+        entry.values.extend(values.iter().map(|v| v.to_bits()));
+        entry.lu = Arc::clone(&lu);
+        self.numeric.insert(0, entry);
+        Some(lu)
+    }
 
     /// The analysis of `pattern`, from the cache or computed and kept.
     fn get(
@@ -753,7 +819,7 @@ impl ContactLcp<'_> {
 /// ordering, partial pivoting) factors it in a few milliseconds where a
 /// dense LU of S (m ≈ 870 on a pile of 100 bodies) took tens.
 struct KktBlock {
-    lu: faer::sparse::linalg::solvers::Lu<usize, f64>,
+    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
     /// Rows of the ỹ part.
     dof: usize,
     /// m.
@@ -826,10 +892,7 @@ impl KktBlock {
             SparseColMat::<usize, f64>::try_new_from_triplets(size, size, &entries).ok()?;
         // Column-compressed with sorted, summed entries: the pattern is
         // canonical, so equal patterns compare equal.
-        let symbolic = lcp.scratch.borrow_mut().symbolic.get(matrix.symbolic())?;
-        let lu =
-            faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
-                .ok()?;
+        let lu = lcp.scratch.borrow_mut().symbolic.lu(&matrix)?;
         Some(Self { lu, dof, size: m })
     }
 
