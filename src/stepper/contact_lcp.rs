@@ -68,21 +68,47 @@ struct SymbolicCache {
     numeric: Vec<NumericEntry>,
 }
 
-#[derive(Debug, Clone)]
-struct NumericEntry {
+/// A sparsity pattern, compressed by columns.
+#[derive(Debug, Clone, Default)]
+struct Pattern {
     nrows: usize,
     col_ptr: Vec<usize>,
     row_idx: Vec<usize>,
+}
+
+impl Pattern {
+    fn is(&self, pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>) -> bool {
+        self.nrows == pattern.nrows()
+            && self.col_ptr.as_slice() == pattern.col_ptr()
+            && self.row_idx.as_slice() == pattern.row_idx()
+    }
+
+    fn set(&mut self, pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>) {
+        self.nrows = pattern.nrows();
+        self.col_ptr.clear();
+        self.col_ptr.extend_from_slice(pattern.col_ptr());
+        self.row_idx.clear();
+        self.row_idx.extend_from_slice(pattern.row_idx());
+    }
+}
+
+#[derive(Debug, Clone)]
+struct NumericEntry {
+    pattern: Pattern,
     values: Vec<u64>,
     lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
 }
 
 #[derive(Debug, Clone)]
 struct SymbolicEntry {
-    nrows: usize,
-    col_ptr: Vec<usize>,
-    row_idx: Vec<usize>,
+    pattern: Pattern,
     symbolic: faer::sparse::linalg::solvers::SymbolicLu<usize>,
+}
+
+/// Moves entry `i` of `entries` to the front (the most recent).
+fn to_front<T>(entries: &mut Vec<T>, i: usize) {
+    let entry = entries.remove(i);
+    entries.insert(0, entry);
 }
 
 impl SymbolicCache {
@@ -101,39 +127,28 @@ impl SymbolicCache {
         let pattern = matrix.symbolic();
         let values = matrix.val();
         let same = |e: &NumericEntry| {
-            e.nrows == pattern.nrows()
-                && e.col_ptr.as_slice() == pattern.col_ptr()
-                && e.row_idx.as_slice() == pattern.row_idx()
+            e.pattern.is(pattern)
                 && e.values.len() == values.len()
                 && e.values.iter().zip(values).all(|(a, b)| *a == b.to_bits())
         };
         if let Some(i) = self.numeric.iter().position(same) {
-            let entry = self.numeric.remove(i);
-            let lu = Arc::clone(&entry.lu);
-            self.numeric.insert(0, entry);
-            return Some(lu);
+            to_front(&mut self.numeric, i);
+            return Some(Arc::clone(&self.numeric[0].lu));
         }
         let symbolic = self.get(pattern)?;
         let lu = Arc::new(
             faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
                 .ok()?,
         );
-        let mut entry = if self.numeric.len() >= Self::NUMERIC {
-            self.numeric.pop()?
-        } else {
-            NumericEntry {
-                nrows: 0,
-                col_ptr: Vec::new(),
-                row_idx: Vec::new(),
+        let mut entry = match self.numeric.len() >= Self::NUMERIC {
+            true => self.numeric.pop()?,
+            false => NumericEntry {
+                pattern: Pattern::default(),
                 values: Vec::new(),
                 lu: Arc::clone(&lu),
-            }
+            },
         };
-        entry.nrows = pattern.nrows();
-        entry.col_ptr.clear();
-        entry.col_ptr.extend_from_slice(pattern.col_ptr());
-        entry.row_idx.clear();
-        entry.row_idx.extend_from_slice(pattern.row_idx());
+        entry.pattern.set(pattern);
         entry.values.clear();
         entry.values.extend(values.iter().map(|v| v.to_bits()));
         entry.lu = Arc::clone(&lu);
@@ -146,33 +161,19 @@ impl SymbolicCache {
         &mut self,
         pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>,
     ) -> Option<faer::sparse::linalg::solvers::SymbolicLu<usize>> {
-        let same = |e: &SymbolicEntry| {
-            e.nrows == pattern.nrows()
-                && e.col_ptr.as_slice() == pattern.col_ptr()
-                && e.row_idx.as_slice() == pattern.row_idx()
-        };
-        if let Some(i) = self.entries.iter().position(same) {
-            let entry = self.entries.remove(i);
-            let symbolic = entry.symbolic.clone();
-            self.entries.insert(0, entry);
-            return Some(symbolic);
+        if let Some(i) = self.entries.iter().position(|e| e.pattern.is(pattern)) {
+            to_front(&mut self.entries, i);
+            return Some(self.entries[0].symbolic.clone());
         }
         let symbolic = faer::sparse::linalg::solvers::SymbolicLu::try_new(pattern).ok()?;
-        let mut entry = if self.entries.len() >= Self::CAPACITY {
-            self.entries.pop()?
-        } else {
-            SymbolicEntry {
-                nrows: 0,
-                col_ptr: Vec::new(),
-                row_idx: Vec::new(),
+        let mut entry = match self.entries.len() >= Self::CAPACITY {
+            true => self.entries.pop()?,
+            false => SymbolicEntry {
+                pattern: Pattern::default(),
                 symbolic: symbolic.clone(),
-            }
+            },
         };
-        entry.nrows = pattern.nrows();
-        entry.col_ptr.clear();
-        entry.col_ptr.extend_from_slice(pattern.col_ptr());
-        entry.row_idx.clear();
-        entry.row_idx.extend_from_slice(pattern.row_idx());
+        entry.pattern.set(pattern);
         entry.symbolic = symbolic.clone();
         self.entries.insert(0, entry);
         Some(symbolic)
