@@ -345,3 +345,70 @@ fn velocity_space_refinement_keeps_lemkes_solutions() {
         "most cases are solved and checked ({checked})"
     );
 }
+
+/// `lcp::within_backward_error` rejects from a bound before it computes the
+/// error (ρᵢ ≤ |qᵢ| + max |Mₖⱼ| ‖z‖₁, with a margin of 10⁻⁶), so the bound
+/// must hold: every entry of the contact operator, plain, equilibrated and
+/// with compliance, is at most its `magnitude` up to rounding (an
+/// equilibrated diagonal entry comes out 1 + 2⁻⁵² where the magnitude is
+/// 1); and on random z ≥ 0 (some zero) with w = M z + q,
+/// nudged so that some rows come out negative, the shortcut answers as the
+/// error does at every limit.
+#[test]
+fn the_backward_error_shortcut_decides_as_the_error_does() {
+    use contactlab::lcp::LcpMatrix;
+    let mut rng = StdRng::seed_from_u64(20261127);
+    let h = 0.005;
+    let (mut cases, mut early) = (0, 0);
+    while cases < 30 {
+        let Some(drawn) = Drawn::draw(&mut rng, 30) else {
+            continue;
+        };
+        cases += 1;
+        let plain = drawn.operator();
+        let mut equilibrated = drawn.operator();
+        equilibrated.equilibrate();
+        let mut compliant = drawn.operator();
+        compliant.equilibrate();
+        compliant.set_regularization(1e-4);
+        for (name, op) in [
+            ("plain", &plain),
+            ("equilibrated", &equilibrated),
+            ("compliant", &compliant),
+        ] {
+            let dense = op.to_dense();
+            assert!(
+                dense.amax() <= op.magnitude() * (1.0 + 1e-12),
+                "case {cases} ({name}): max |M| {:e} above the magnitude {:e}",
+                dense.amax(),
+                op.magnitude()
+            );
+            let q = drawn.q(op, h);
+            let n = q.len();
+            for round in 0..4 {
+                let z = DVector::from_fn(n, |_, _| {
+                    if rng.random_bool(0.5) {
+                        0.0
+                    } else {
+                        rng.random_range(0.0..1.0)
+                    }
+                });
+                let mut w = lcp::product_plus(op, &z, &q);
+                for wi in w.iter_mut() {
+                    *wi -= 10f64.powi(-rng.random_range(2..15)) * rng.random_range(0.0..1.0);
+                }
+                let error = lcp::backward_error(op, &q, &z, &w);
+                for limit in [1e-13, 1e-9, 1e-5, 1e-2, 1.0] {
+                    let within = lcp::within_backward_error(op, &q, &z, &w, limit);
+                    assert_eq!(
+                        within,
+                        error <= limit,
+                        "case {cases} ({name}) round {round}: error {error:e}, limit {limit:e}"
+                    );
+                    early += usize::from(!within);
+                }
+            }
+        }
+    }
+    assert!(early > 0, "the rejections were exercised");
+}

@@ -598,7 +598,7 @@ fn refined_within_backward_error<M: LcpMatrix + ?Sized>(
     }
     z.iter_mut().for_each(|v| *v = v.max(0.0));
     let w = super::product_plus(columns.m, &z, q);
-    (super::backward_error(columns.m, q, &z, &w) <= limit).then_some((z, w))
+    super::within_backward_error(columns.m, q, &z, &w, limit).then_some((z, w))
 }
 
 /// The complementary bases tried after a ray: {0}, {1}, …, then {0,1}, {0,2}, ….

@@ -188,6 +188,29 @@ pub fn backward_error<M: LcpMatrix + ?Sized>(
     })
 }
 
+/// Whether the [`backward_error`] of z is at most `limit`. A row with
+/// wᵢ < 0 scores at least −wᵢ/ρᵢ, and ρᵢ ≤ |qᵢ| + max |Mₖⱼ| ‖z‖₁
+/// ([`LcpMatrix::magnitude`], an upper bound; with a margin of 10⁻⁶ for the
+/// rounding of the computed terms): when that alone exceeds `limit` the
+/// answer is no, without the two columns of M per nonzero zⱼ that the
+/// error costs (a wrong warm basis of a pile's island usually leaves such
+/// a row). Otherwise the error decides, so the answer is always its.
+pub fn within_backward_error<M: LcpMatrix + ?Sized>(
+    m: &M,
+    q: &DVector<f64>,
+    z: &DVector<f64>,
+    w: &DVector<f64>,
+    limit: f64,
+) -> bool {
+    const MARGIN: f64 = 1.0 + 1e-6;
+    let spread = m.magnitude() * z.iter().map(|x| x.abs()).sum::<f64>() * MARGIN;
+    let violated = w
+        .iter()
+        .zip(q.iter())
+        .any(|(&wi, &qi)| wi < 0.0 && -wi > limit * (qi.abs() * MARGIN + spread));
+    !violated && backward_error(m, q, z, w) <= limit
+}
+
 /// M z + q through [`LcpMatrix::add_product`].
 pub fn product_plus<M: LcpMatrix + ?Sized>(
     m: &M,
