@@ -686,10 +686,23 @@ impl ContactLcp<'_> {
     /// the terms are whose sum v* + W Jᵀ z gives a body's velocity.
     pub fn cancellation(&self, z: &DVector<f64>) -> f64 {
         let mut terms = vec![0.0; self.flat_len()];
+        // `weighted_row`'s entries, in its order, without its iterators.
         for (i, &zi) in z.iter().enumerate() {
-            if zi != 0.0 {
-                for (f, v) in self.weighted_row(i) {
-                    terms[f] += (v * zi).abs();
+            let (j, r) = self.owner[i];
+            if zi == 0.0 || r == LAMBDA {
+                continue;
+            }
+            let row = self.jacobians[j].row(r);
+            for &(l, offset) in &self.contact_blocks[j] {
+                let block = &self.blocks[l];
+                let w = &self.w[block.start..block.start + block.len];
+                let values = &row[offset..offset + block.len];
+                let out = &mut terms[block.flat..block.flat + block.len];
+                for ((t, &x), &wf) in out.iter_mut().zip(values).zip(w) {
+                    let v = x * wf.sqrt();
+                    if v != 0.0 {
+                        *t += (v * zi).abs();
+                    }
                 }
             }
         }
