@@ -45,13 +45,13 @@ struct Scratch {
     marked: Vec<bool>,
     /// The local blocks the current product touches.
     touched: Vec<usize>,
-    /// Symbolic factorizations of recent KKT patterns ([`KktBlock`]).
-    symbolic: SymbolicCache,
+    /// Recent factorizations of KKT blocks ([`KktBlock`]).
+    factors: FactorCache,
 }
 
 /// The symbolic analyses (COLAMD ordering and elimination structure) of the
-/// last few sparsity patterns factored ([`KktBlock::new`]), most recent
-/// first. A Lemke run factors its basis block again at every
+/// last few sparsity patterns factored ([`KktBlock::new`]) and the last
+/// numeric factorizations, most recent first. A Lemke run factors its basis block again at every
 /// refactorization, the tableau starts by factoring the warm basis that
 /// `feasible_warm` factored just before, and the final basis is factored
 /// for its check and again for its refinement; the fixed-point iterations
@@ -60,7 +60,7 @@ struct Scratch {
 /// factorization from a kept analysis is the one a fresh analysis gives,
 /// bit for bit: the analysis is a function of the pattern alone.
 #[derive(Debug, Clone, Default)]
-struct SymbolicCache {
+struct FactorCache {
     entries: Vec<SymbolicEntry>,
     /// The last numeric factorizations, with their matrices' values: the
     /// same basis of the same LCP is factored again by the tableau after
@@ -111,7 +111,7 @@ fn to_front<T>(entries: &mut Vec<T>, i: usize) {
     entries.insert(0, entry);
 }
 
-impl SymbolicCache {
+impl FactorCache {
     /// Patterns kept.
     const CAPACITY: usize = 4;
     /// Numeric factorizations kept.
@@ -140,13 +140,14 @@ impl SymbolicCache {
             faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
                 .ok()?,
         );
-        let mut entry = match self.numeric.len() >= Self::NUMERIC {
-            true => self.numeric.pop()?,
-            false => NumericEntry {
+        let mut entry = if self.numeric.len() >= Self::NUMERIC {
+            self.numeric.pop()?
+        } else {
+            NumericEntry {
                 pattern: Pattern::default(),
                 values: Vec::new(),
                 lu: Arc::clone(&lu),
-            },
+            }
         };
         entry.pattern.set(pattern);
         entry.values.clear();
@@ -166,12 +167,13 @@ impl SymbolicCache {
             return Some(self.entries[0].symbolic.clone());
         }
         let symbolic = faer::sparse::linalg::solvers::SymbolicLu::try_new(pattern).ok()?;
-        let mut entry = match self.entries.len() >= Self::CAPACITY {
-            true => self.entries.pop()?,
-            false => SymbolicEntry {
+        let mut entry = if self.entries.len() >= Self::CAPACITY {
+            self.entries.pop()?
+        } else {
+            SymbolicEntry {
                 pattern: Pattern::default(),
                 symbolic: symbolic.clone(),
-            },
+            }
         };
         entry.pattern.set(pattern);
         entry.symbolic = symbolic.clone();
@@ -906,7 +908,7 @@ impl KktBlock {
             SparseColMat::<usize, f64>::try_new_from_triplets(size, size, &entries).ok()?;
         // Column-compressed with sorted, summed entries: the pattern is
         // canonical, so equal patterns compare equal.
-        let lu = lcp.scratch.borrow_mut().symbolic.lu(&matrix)?;
+        let lu = lcp.scratch.borrow_mut().factors.lu(&matrix)?;
         Some(Self { lu, dof, size: m })
     }
 

@@ -974,7 +974,9 @@ impl ContactSolver {
             });
             let (ids, friction) = (&buffers.ids, &buffers.friction);
             let warm_start = self.warm.basis(form, ids, friction, local);
-            let mapped = warm_start.clone();
+            // Whether the warm start was mapped (else it may be the
+            // frictionless problem's basis, a function of the LCP).
+            let mapped = warm_start.is_some();
             let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
             lcp.equilibrate();
             let mut scale = std::mem::take(&mut buffers.scale);
@@ -1124,7 +1126,7 @@ impl ContactSolver {
                     .then_some(cancellation)
                     .flatten()
                     .map(|cancellation| memo::Strict {
-                        warm: mapped.clone(),
+                        warm: options.warm_start.clone().filter(|_| mapped),
                         cancellation,
                     });
                 outcome = Some((candidate, level, rhs, polished, strict));
