@@ -12,6 +12,7 @@ pub mod element;
 pub mod jacobian;
 pub mod joint;
 pub mod linear;
+pub mod pair_memo;
 pub mod perturbation;
 pub mod rigid;
 

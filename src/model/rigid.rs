@@ -11,6 +11,7 @@
 
 use super::element::ForceElement;
 use super::joint::Joint;
+use super::pair_memo::{MemoLog, PairKey, PairMemo};
 use super::perturbation::{Perturbation, PerturbationForce};
 use super::{
     Block, BroadPhase, Contact, ContactFrame, ContactId, ContactJacobian, ContactSet,
@@ -687,34 +688,61 @@ impl RigidSystem {
             points_b,
             found,
             found_b,
+            memo,
+            log,
+            log_b,
             ..
         } = &mut broad;
+        memo.begin();
+        log.clear();
+        log_b.clear();
+        let enabled = memo.enabled;
+        let kept = &*memo;
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
-            None => self.visit_pairs(q, margin, pairs, points, |id, gap, point_a, b, normal| {
-                self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
-            }),
+            None => {
+                let memo = enabled.then_some((kept, &mut *log));
+                self.visit_pairs(
+                    q,
+                    margin,
+                    pairs,
+                    points,
+                    memo,
+                    |id, gap, point_a, b, normal| {
+                        self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
+                    },
+                )
+            }
             Some(pair) => {
                 let (first, second) = pairs.split_at(pairs.len() / 2);
                 found.clear();
                 found_b.clear();
                 let collect = |pairs: &[(usize, usize)],
                                points: &mut Vec<PairContact>,
+                               log: &mut MemoLog,
                                into: &mut Vec<Found>| {
-                    self.visit_pairs(q, margin, pairs, points, |id, gap, point_a, b, normal| {
-                        into.push(Found {
-                            id,
-                            gap,
-                            point_a,
-                            b,
-                            normal,
-                        });
-                    });
+                    let memo = enabled.then_some((kept, log));
+                    self.visit_pairs(
+                        q,
+                        margin,
+                        pairs,
+                        points,
+                        memo,
+                        |id, gap, point_a, b, normal| {
+                            into.push(Found {
+                                id,
+                                gap,
+                                point_a,
+                                b,
+                                normal,
+                            });
+                        },
+                    );
                 };
                 both(
                     Some(pair),
                     true,
-                    || collect(first, points, found),
-                    || collect(second, points_b, found_b),
+                    || collect(first, points, log, found),
+                    || collect(second, points_b, log_b, found_b),
                 );
                 let start = out.len();
                 for _ in 0..found.len() + found_b.len() {
@@ -734,6 +762,9 @@ impl RigidSystem {
                     || fill(into_second, found_b),
                 );
             }
+        }
+        if enabled {
+            memo.absorb([log, log_b]);
         }
         out.broad = broad;
     }
@@ -757,28 +788,41 @@ impl RigidSystem {
             points,
             points_b,
             gaps_b,
+            memo,
+            log,
+            log_b,
             ..
         } = broad;
+        memo.begin();
+        log.clear();
+        log_b.clear();
+        let enabled = memo.enabled;
+        let kept = &*memo;
         let collect = |pairs: &[(usize, usize)],
                        points: &mut Vec<PairContact>,
+                       log: &mut MemoLog,
                        into: &mut Vec<(ContactId, f64)>| {
-            self.visit_pairs(q, margin, pairs, points, |id, gap, _, _, _| {
+            let memo = enabled.then_some((kept, log));
+            self.visit_pairs(q, margin, pairs, points, memo, |id, gap, _, _, _| {
                 into.push((id, gap))
             });
         };
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
-            None => collect(pairs, points, out),
+            None => collect(pairs, points, log, out),
             Some(pair) => {
                 let (first, second) = pairs.split_at(pairs.len() / 2);
                 gaps_b.clear();
                 both(
                     Some(pair),
                     true,
-                    || collect(first, points, out),
-                    || collect(second, points_b, gaps_b),
+                    || collect(first, points, log, out),
+                    || collect(second, points_b, log_b, gaps_b),
                 );
                 out.extend_from_slice(gaps_b);
             }
+        }
+        if enabled {
+            memo.absorb([log, log_b]);
         }
     }
 
@@ -868,6 +912,7 @@ impl RigidSystem {
         margin: f64,
         pairs: &[(usize, usize)],
         points: &mut Vec<PairContact>,
+        mut memo: Option<(&PairMemo, &mut MemoLog)>,
         mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
     ) {
         for &(i, j) in pairs {
@@ -877,7 +922,8 @@ impl RigidSystem {
             // The moving body comes first: its block is the contact's only
             // one when the other is fixed.
             let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
-            self.pair_contacts(q, i, j, margin, points);
+            let memo = memo.as_mut().map(|(memo, log)| (&**memo, &mut **log));
+            self.pair_contacts(q, i, j, margin, points, memo);
             for pc in points.iter() {
                 let id = ContactId {
                     a: i,
@@ -890,7 +936,9 @@ impl RigidSystem {
         }
     }
 
-    /// The narrow phase of bodies i and j into `out` (replaced).
+    /// The narrow phase of bodies i and j into `out` (replaced); with a
+    /// `memo`, the points it keeps for the two shapes at these poses, or
+    /// those computed, logged for it.
     fn pair_contacts(
         &self,
         q: &DVector<f64>,
@@ -898,6 +946,7 @@ impl RigidSystem {
         j: usize,
         margin: f64,
         out: &mut Vec<PairContact>,
+        memo: Option<(&PairMemo, &mut MemoLog)>,
     ) {
         out.clear();
         let (a, b) = (&self.bodies[i], &self.bodies[j]);
@@ -937,6 +986,24 @@ impl RigidSystem {
             }
             _ => {}
         }
+        // Two balls take their own short path (`pair::balls_3d`), as cheap
+        // as looking them up.
+        let balls = matches!(
+            (a.shape, b.shape),
+            (Shape::Sphere { .. }, Shape::Sphere { .. })
+        );
+        let mut memo = memo.filter(|_| !balls).and_then(|(memo, log)| {
+            let n = position_size(self.dimension);
+            let pose = |k: usize| &q.as_slice()[k * n..(k + 1) * n];
+            let key = PairKey::new(a.shape, b.shape, pose(i), pose(j), margin)?;
+            Some((memo, log, key))
+        });
+        if let Some((memo, log, key)) = &mut memo
+            && let Some(points) = memo.find((i, j), key, log)
+        {
+            out.extend_from_slice(points);
+            return;
+        }
         match self.dimension {
             Dimension::Planar => {
                 let pose = |x: Vector3<f64>, k: usize| {
@@ -951,6 +1018,9 @@ impl RigidSystem {
                 };
                 pair::contacts_3d_into(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
             }
+        }
+        if let Some((_, log, key)) = memo {
+            log.computed((i, j), key, out);
         }
     }
 

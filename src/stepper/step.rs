@@ -66,6 +66,9 @@ impl<'a> Step<'a> {
         active: &'a ActiveSet,
         lent: Lent<'a>,
     ) -> Self {
+        // Off unless the scheme asks ([`Geometry::keep_pairs`]); what it
+        // kept goes stale within a few dozen searches.
+        lent.broad.memo.enabled = false;
         Self {
             model,
             params,
@@ -127,6 +130,14 @@ impl Geometry<'_> {
         self.model
             .gaps_into(q, margin, out, self.broad, self.threads);
         self.time += clock.elapsed();
+    }
+
+    /// Keeps the narrow phase's points of body pairs by shapes and poses
+    /// for the rest of the step, and finds them again where a search comes
+    /// back to a pair's poses ([`crate::model::pair_memo`]): for a scheme
+    /// whose iterations hold some bodies' coordinates.
+    pub fn keep_pairs(&mut self) {
+        self.broad.memo.enabled = true;
     }
 
     /// Adds time a scheme spent on geometry of its own.

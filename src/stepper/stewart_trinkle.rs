@@ -98,7 +98,9 @@ impl Scheme for StewartTrinkle {
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
         let margin = settings.contact_margin(model, &state.v, h);
-
+        // The iterations below hold the islands whose gaps are met, so their
+        // pairs come back at the same poses.
+        step.geometry.keep_pairs();
         step.geometry.contacts(&state.q, margin, &mut sc.start);
         let length = model.length_scale();
         let start_gaps = StartGaps::new(
