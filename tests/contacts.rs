@@ -546,7 +546,7 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
     let margin = 0.1 * model.length_scale();
     let edges = 8;
     let mut kept = ContactSet::default();
-    kept.broad.memo.enabled = true;
+    kept.broad.kept.memo.enabled = true;
     let described = |set: &ContactSet| {
         set.as_slice()
             .iter()
@@ -561,14 +561,14 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
     let compare =
         |model: &Model, q: &nalgebra::DVector<f64>, kept: &mut ContactSet, threads, case| {
             model.contacts_into(q, edges, margin, kept, threads);
-            let hits = kept.broad.log.hits() + kept.broad.log_b.hits();
+            let hits = kept.broad.kept.hits();
             let mut fresh = ContactSet::default();
             model.contacts_into(q, edges, margin, &mut fresh, threads);
             assert!(fresh.len() > 50, "case {case}: {} contacts", fresh.len());
             assert_eq!(described(kept), described(&fresh), "case {case}");
             let (mut gaps, mut fresh_gaps) = (Vec::new(), Vec::new());
             model.gaps_into(q, margin, &mut gaps, &mut kept.broad, threads);
-            let hits = hits + kept.broad.log.hits() + kept.broad.log_b.hits();
+            let hits = hits + kept.broad.kept.hits();
             model.gaps_into(
                 q,
                 margin,

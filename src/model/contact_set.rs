@@ -3,7 +3,7 @@
 //! the next search, so a stepper that finds contacts every step allocates
 //! only when the number of contacts or their size grows.
 
-use super::pair_memo::{MemoLog, PairMemo};
+use super::pair_memo::KeptPairs;
 use super::{Contact, ContactFrame, ContactId, Other};
 use crate::geometry::PairContact;
 use nalgebra::Vector3;
@@ -31,11 +31,10 @@ pub struct BroadPhase {
     /// Whether the last search took its pairs from [`Self::last`] instead
     /// of sweeping.
     pub reused: bool,
-    /// Pairs' points kept by pose ([`PairMemo`], when enabled), and what
-    /// each thread's part of the last search found in it and computed.
-    pub memo: PairMemo,
-    pub log: MemoLog,
-    pub log_b: MemoLog,
+    /// Pairs' points kept by pose ([`super::pair_memo::PairMemo`], when
+    /// enabled), with what each thread's part of the last search found in
+    /// it and computed.
+    pub kept: KeptPairs,
 }
 
 /// The pairs the last sweep found, with the boxes and the pad (half the

@@ -76,6 +76,39 @@ pub struct PairMemo {
     call: u64,
 }
 
+/// A [`PairMemo`] with the logs of a search's two threads.
+#[derive(Debug, Clone, Default)]
+pub struct KeptPairs {
+    pub memo: PairMemo,
+    logs: [MemoLog; 2],
+}
+
+impl KeptPairs {
+    /// Starts a search: the memo to look pairs up in (when enabled), and
+    /// each thread's log, emptied.
+    pub fn begin(&mut self) -> (Option<&PairMemo>, [&mut MemoLog; 2]) {
+        self.memo.begin();
+        let [a, b] = &mut self.logs;
+        a.clear();
+        b.clear();
+        (self.memo.enabled.then_some(&self.memo), [a, b])
+    }
+
+    /// Ends a search: what its threads found and computed goes into the
+    /// memo.
+    pub fn end(&mut self) {
+        if self.memo.enabled {
+            let [a, b] = &self.logs;
+            self.memo.absorb([a, b]);
+        }
+    }
+
+    /// Pairs the last search found kept.
+    pub fn hits(&self) -> usize {
+        self.logs.iter().map(MemoLog::hits).sum()
+    }
+}
+
 /// What one thread's part of a search found and computed, for
 /// [`PairMemo::absorb`] once the threads are done.
 #[derive(Debug, Clone, Default)]

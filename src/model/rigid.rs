@@ -688,19 +688,13 @@ impl RigidSystem {
             points_b,
             found,
             found_b,
-            memo,
-            log,
-            log_b,
+            kept,
             ..
         } = &mut broad;
-        memo.begin();
-        log.clear();
-        log_b.clear();
-        let enabled = memo.enabled;
-        let kept = &*memo;
+        let (memo, [log, log_b]) = kept.begin();
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => {
-                let memo = enabled.then_some((kept, &mut *log));
+                let memo = memo.map(|memo| (memo, &mut *log));
                 self.visit_pairs(
                     q,
                     margin,
@@ -720,7 +714,7 @@ impl RigidSystem {
                                points: &mut Vec<PairContact>,
                                log: &mut MemoLog,
                                into: &mut Vec<Found>| {
-                    let memo = enabled.then_some((kept, log));
+                    let memo = memo.map(|memo| (memo, log));
                     self.visit_pairs(
                         q,
                         margin,
@@ -763,9 +757,7 @@ impl RigidSystem {
                 );
             }
         }
-        if enabled {
-            memo.absorb([log, log_b]);
-        }
+        kept.end();
         out.broad = broad;
     }
 
@@ -788,21 +780,15 @@ impl RigidSystem {
             points,
             points_b,
             gaps_b,
-            memo,
-            log,
-            log_b,
+            kept,
             ..
         } = broad;
-        memo.begin();
-        log.clear();
-        log_b.clear();
-        let enabled = memo.enabled;
-        let kept = &*memo;
+        let (memo, [log, log_b]) = kept.begin();
         let collect = |pairs: &[(usize, usize)],
                        points: &mut Vec<PairContact>,
                        log: &mut MemoLog,
                        into: &mut Vec<(ContactId, f64)>| {
-            let memo = enabled.then_some((kept, log));
+            let memo = memo.map(|memo| (memo, log));
             self.visit_pairs(q, margin, pairs, points, memo, |id, gap, _, _, _| {
                 into.push((id, gap))
             });
@@ -821,9 +807,7 @@ impl RigidSystem {
                 out.extend_from_slice(gaps_b);
             }
         }
-        if enabled {
-            memo.absorb([log, log_b]);
-        }
+        kept.end();
     }
 
     /// Calls `found(id, gap, point on a, body b with its point, normal)` for

@@ -68,7 +68,7 @@ impl<'a> Step<'a> {
     ) -> Self {
         // Off unless the scheme asks ([`Geometry::keep_pairs`]); what it
         // kept goes stale within a few dozen searches.
-        lent.broad.memo.enabled = false;
+        lent.broad.kept.memo.enabled = false;
         Self {
             model,
             params,
@@ -137,7 +137,7 @@ impl Geometry<'_> {
     /// back to a pair's poses ([`crate::model::pair_memo`]): for a scheme
     /// whose iterations hold some bodies' coordinates.
     pub fn keep_pairs(&mut self) {
-        self.broad.memo.enabled = true;
+        self.broad.kept.memo.enabled = true;
     }
 
     /// Adds time a scheme spent on geometry of its own.
