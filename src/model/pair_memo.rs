@@ -128,14 +128,14 @@ struct Fresh {
 
 impl MemoLog {
     /// Forgets the last search.
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         self.hits.clear();
         self.fresh.clear();
         self.points.clear();
     }
 
     /// Pairs the last search found kept.
-    pub fn hits(&self) -> usize {
+    fn hits(&self) -> usize {
         self.hits.len()
     }
 
@@ -204,20 +204,5 @@ impl PairMemo {
                 }
             }
         }
-    }
-
-    /// Pairs kept.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether no pair is kept.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Forgets every pair.
-    pub fn clear(&mut self) {
-        self.entries.clear();
     }
 }

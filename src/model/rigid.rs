@@ -970,8 +970,8 @@ impl RigidSystem {
             }
             _ => {}
         }
-        // Two balls take their own short path (`pair::balls_3d`), as cheap
-        // as looking them up.
+        // Two balls are not kept: their own short path (`pair::balls_3d`)
+        // is a few dozen operations.
         let balls = matches!(
             (a.shape, b.shape),
             (Shape::Sphere { .. }, Shape::Sphere { .. })
