@@ -14,6 +14,7 @@ pub mod joint;
 pub mod linear;
 pub mod pair_memo;
 pub mod perturbation;
+pub mod reuse;
 pub mod rigid;
 
 use crate::params::Params;
@@ -404,6 +405,84 @@ impl Model {
                 }
             }
         }
+    }
+
+    /// [`Self::contacts_into`], copying what `reuse` keeps from an earlier
+    /// search ([`reuse`]); `sources` as [`RigidSystem::contacts_reusing`]
+    /// gives them (a linear system computes every contact).
+    #[allow(clippy::too_many_arguments)]
+    pub fn contacts_reusing(
+        &self,
+        q: &DVector<f64>,
+        edges: usize,
+        margin: f64,
+        out: &mut ContactSet,
+        threads: usize,
+        reuse: Option<reuse::Reuse<'_, Contact>>,
+        sources: &mut Vec<usize>,
+    ) {
+        match self {
+            Self::Rigid(s) => s.contacts_reusing(q, edges, margin, out, threads, reuse, sources),
+            Self::Linear(_) => {
+                self.contacts_into(q, edges, margin, out, threads);
+                sources.clear();
+                sources.resize(out.len(), rigid::NOT_COPIED);
+            }
+        }
+    }
+
+    /// [`Self::gaps_into`], copying what `reuse` keeps from an earlier
+    /// search ([`reuse`]).
+    pub fn gaps_reusing(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut Vec<(ContactId, f64)>,
+        broad: &mut BroadPhase,
+        threads: usize,
+        reuse: Option<reuse::Reuse<'_, (ContactId, f64)>>,
+    ) {
+        out.clear();
+        match self {
+            Self::Rigid(s) => s.gaps_reusing(q, margin, out, broad, threads, reuse),
+            Self::Linear(_) => self.gaps_into(q, margin, out, broad, threads),
+        }
+    }
+
+    /// Per body, into `keep`, whether its coordinates in `a` and `b` (its
+    /// velocities with `velocity`, else its position coordinates) are the
+    /// same to the bit; fixed bodies are always kept. Whether any moving body
+    /// is kept; false for a linear system (`keep` empty), which has no
+    /// bodies to keep.
+    pub fn same_bodies(
+        &self,
+        a: &DVector<f64>,
+        b: &DVector<f64>,
+        velocity: bool,
+        keep: &mut Vec<bool>,
+    ) -> bool {
+        keep.clear();
+        let Self::Rigid(s) = self else {
+            return false;
+        };
+        let n = if velocity {
+            rigid::velocity_size(s.dimension)
+        } else {
+            rigid::position_size(s.dimension)
+        };
+        let mut any = false;
+        for i in 0..s.bodies.len() {
+            let range = i * n..(i + 1) * n;
+            let same = s.is_fixed(i)
+                || (a.len() == b.len()
+                    && a.as_slice()[range.clone()]
+                        .iter()
+                        .zip(&b.as_slice()[range])
+                        .all(|(x, y)| x.to_bits() == y.to_bits()));
+            any |= same && !s.is_fixed(i);
+            keep.push(same);
+        }
+        any
     }
 
     /// The identities and gaps of [`Self::contacts`] at q, without their

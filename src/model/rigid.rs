@@ -13,6 +13,7 @@ use super::element::ForceElement;
 use super::joint::Joint;
 use super::pair_memo::{MemoLog, PairKey, PairMemo};
 use super::perturbation::{Perturbation, PerturbationForce};
+use super::reuse::{Cursor, Identified, Reuse};
 use super::{
     Block, BroadPhase, Contact, ContactFrame, ContactId, ContactJacobian, ContactSet,
     ImpactCoefficients, Other, pyramid_directions_into,
@@ -676,11 +677,44 @@ impl RigidSystem {
         out: &mut ContactSet,
         threads: usize,
     ) {
+        self.contacts_reusing(q, edges, margin, out, threads, None, &mut Vec::new());
+    }
+
+    /// [`Self::contacts_into`], copying from `reuse.previous` the surface
+    /// contacts of kept bodies and the contacts of pairs of two kept bodies
+    /// ([`super::reuse`]). `sources` gets, for each contact of `out`, its
+    /// index in `reuse.previous`, or [`NOT_COPIED`] for one computed (left
+    /// empty without `reuse`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn contacts_reusing(
+        &self,
+        q: &DVector<f64>,
+        edges: usize,
+        margin: f64,
+        out: &mut ContactSet,
+        threads: usize,
+        reuse: Option<Reuse<'_, Contact>>,
+        sources: &mut Vec<usize>,
+    ) {
         out.clear();
+        sources.clear();
+        let previous: &[Contact] = reuse.map_or(&[], |r| r.previous);
         let mut broad = std::mem::take(&mut out.broad);
-        self.visit_surfaces(q, margin, |id, gap, point_a, b, normal| {
-            self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
-        });
+        {
+            let mut take = |f: Found| {
+                let slot = out.push_slot();
+                match f {
+                    Found::Point(p) => {
+                        self.fill_contact(q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot);
+                    }
+                    Found::Copy(k) => slot.clone_from(&previous[k]),
+                }
+                if reuse.is_some() {
+                    sources.push(f.source());
+                }
+            };
+            self.visit_surfaces(q, margin, reuse, &mut take);
+        }
         self.broad_phase(q, margin, &mut broad, threads);
         let BroadPhase {
             pairs,
@@ -695,16 +729,20 @@ impl RigidSystem {
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => {
                 let memo = memo.map(|memo| (memo, &mut *log));
-                self.visit_pairs(
-                    q,
-                    margin,
-                    pairs,
-                    points,
-                    memo,
-                    |id, gap, point_a, b, normal| {
-                        self.fill_contact(q, id, gap, point_a, b, normal, edges, out.push_slot());
-                    },
-                )
+                self.visit_pairs(q, margin, pairs, points, memo, reuse, |f| {
+                    let slot = out.push_slot();
+                    match f {
+                        Found::Point(p) => {
+                            self.fill_contact(
+                                q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot,
+                            );
+                        }
+                        Found::Copy(k) => slot.clone_from(&previous[k]),
+                    }
+                    if reuse.is_some() {
+                        sources.push(f.source());
+                    }
+                });
             }
             Some(pair) => {
                 let (first, second) = pairs.split_at(pairs.len() / 2);
@@ -715,22 +753,7 @@ impl RigidSystem {
                                log: &mut MemoLog,
                                into: &mut Vec<Found>| {
                     let memo = memo.map(|memo| (memo, log));
-                    self.visit_pairs(
-                        q,
-                        margin,
-                        pairs,
-                        points,
-                        memo,
-                        |id, gap, point_a, b, normal| {
-                            into.push(Found {
-                                id,
-                                gap,
-                                point_a,
-                                b,
-                                normal,
-                            });
-                        },
-                    );
+                    self.visit_pairs(q, margin, pairs, points, memo, reuse, |f| into.push(f));
                 };
                 both(
                     Some(pair),
@@ -746,7 +769,14 @@ impl RigidSystem {
                     out.as_mut_slice()[start..].split_at_mut(found.len());
                 let fill = |slots: &mut [Contact], found: &[Found]| {
                     for (slot, f) in slots.iter_mut().zip(found) {
-                        self.fill_contact(q, f.id, f.gap, f.point_a, f.b, f.normal, edges, slot);
+                        match f {
+                            Found::Point(p) => {
+                                self.fill_contact(
+                                    q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot,
+                                );
+                            }
+                            Found::Copy(k) => slot.clone_from(&previous[*k]),
+                        }
                     }
                 };
                 both(
@@ -755,6 +785,9 @@ impl RigidSystem {
                     || fill(into_first, found),
                     || fill(into_second, found_b),
                 );
+                if reuse.is_some() {
+                    sources.extend(found.iter().chain(found_b.iter()).map(Found::source));
+                }
             }
         }
         kept.end();
@@ -773,7 +806,27 @@ impl RigidSystem {
         broad: &mut BroadPhase,
         threads: usize,
     ) {
-        self.visit_surfaces(q, margin, |id, gap, _, _, _| out.push((id, gap)));
+        self.gaps_reusing(q, margin, out, broad, threads, None);
+    }
+
+    /// [`Self::gaps_into`], copying from `reuse.previous` the gaps of kept
+    /// bodies' surface features and of pairs of two kept bodies
+    /// ([`super::reuse`]).
+    pub fn gaps_reusing(
+        &self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut Vec<(ContactId, f64)>,
+        broad: &mut BroadPhase,
+        threads: usize,
+        reuse: Option<Reuse<'_, (ContactId, f64)>>,
+    ) {
+        let previous: &[(ContactId, f64)] = reuse.map_or(&[], |r| r.previous);
+        let gap = |f: Found| match f {
+            Found::Point(p) => (p.id, p.gap),
+            Found::Copy(k) => previous[k],
+        };
+        self.visit_surfaces(q, margin, reuse, |f| out.push(gap(f)));
         self.broad_phase(q, margin, broad, threads);
         let BroadPhase {
             pairs,
@@ -789,9 +842,7 @@ impl RigidSystem {
                        log: &mut MemoLog,
                        into: &mut Vec<(ContactId, f64)>| {
             let memo = memo.map(|memo| (memo, log));
-            self.visit_pairs(q, margin, pairs, points, memo, |id, gap, _, _, _| {
-                into.push((id, gap))
-            });
+            self.visit_pairs(q, margin, pairs, points, memo, reuse, |f| into.push(gap(f)));
         };
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => collect(pairs, points, log, out),
@@ -810,17 +861,26 @@ impl RigidSystem {
         kept.end();
     }
 
-    /// Calls `found(id, gap, point on a, body b with its point, normal)` for
-    /// every potential contact of a moving body with a surface at q whose gap
-    /// is at most `margin`.
-    fn visit_surfaces(
+    /// Calls `found` for every potential contact of a moving body with a
+    /// surface at q whose gap is at most `margin`, body by body; with
+    /// `reuse`, a kept body's items of `reuse.previous` instead
+    /// ([`Found::Copy`]).
+    fn visit_surfaces<T: Identified>(
         &self,
         q: &DVector<f64>,
         margin: f64,
-        mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
+        reuse: Option<Reuse<'_, T>>,
+        mut found: impl FnMut(Found),
     ) {
+        let mut cursor = reuse.map(|r| (r.keep, Cursor::new(r.previous)));
         for (i, body) in self.bodies.iter().enumerate() {
             if self.is_fixed(i) {
+                continue;
+            }
+            if let Some((keep, cursor)) = &mut cursor
+                && keep[i]
+            {
+                cursor.surfaces(i).for_each(|k| found(Found::Copy(k)));
                 continue;
             }
             let x = self.position(q, i);
@@ -842,7 +902,13 @@ impl RigidSystem {
                             feature,
                             cut: 0,
                         };
-                        found(id, gap, point, None, surface.normal);
+                        found(Found::Point(FoundPoint {
+                            id,
+                            gap,
+                            point_a: point,
+                            b: None,
+                            normal: surface.normal,
+                        }));
                     }
                 }
             }
@@ -888,19 +954,33 @@ impl RigidSystem {
     }
 
     /// Calls `found` as [`Self::visit_surfaces`] does for the potential
-    /// contacts of the body pairs `pairs`, with `points` the narrow phase's
-    /// scratch.
-    fn visit_pairs(
+    /// contacts of the body pairs `pairs` (sorted), with `points` the narrow
+    /// phase's scratch; with `reuse`, a pair of two kept bodies' items of
+    /// `reuse.previous` instead.
+    #[allow(clippy::too_many_arguments)]
+    fn visit_pairs<T: Identified>(
         &self,
         q: &DVector<f64>,
         margin: f64,
         pairs: &[(usize, usize)],
         points: &mut Vec<PairContact>,
         mut memo: Option<(&PairMemo, &mut MemoLog)>,
-        mut found: impl FnMut(ContactId, f64, Vector3<f64>, Option<(usize, Vector3<f64>)>, Vector3<f64>),
+        reuse: Option<Reuse<'_, T>>,
+        mut found: impl FnMut(Found),
     ) {
+        let mut cursor = reuse.and_then(|r| {
+            let first = *pairs.first()?;
+            Some((r.keep, Cursor::at_pair(r.previous, first)))
+        });
         for &(i, j) in pairs {
             if self.joined(i, j) || (self.is_fixed(i) && self.is_fixed(j)) {
+                continue;
+            }
+            if let Some((keep, cursor)) = &mut cursor
+                && keep[i]
+                && keep[j]
+            {
+                cursor.pair(i, j).for_each(|k| found(Found::Copy(k)));
                 continue;
             }
             // The moving body comes first: its block is the contact's only
@@ -915,7 +995,13 @@ impl RigidSystem {
                     feature: pc.feature,
                     cut: 0,
                 };
-                found(id, pc.gap, pc.point_a, Some((j, pc.point_b)), pc.normal);
+                found(Found::Point(FoundPoint {
+                    id,
+                    gap: pc.gap,
+                    point_a: pc.point_a,
+                    b: Some((j, pc.point_b)),
+                    normal: pc.normal,
+                }));
             }
         }
     }
@@ -1129,12 +1215,33 @@ fn parallel(threads: usize, count: usize, least: usize) -> Option<&'static PairT
 
 /// A potential contact as the narrow phase found it, before its Jacobian.
 #[derive(Debug, Clone, Copy)]
-pub struct Found {
+pub struct FoundPoint {
     id: ContactId,
     gap: f64,
     point_a: Vector3<f64>,
     b: Option<(usize, Vector3<f64>)>,
     normal: Vector3<f64>,
+}
+
+/// What a search visits: a point the narrow phase found, or the index of an
+/// earlier search's item to copy ([`super::reuse`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Found {
+    Point(FoundPoint),
+    Copy(usize),
+}
+
+/// The source a search that copies records for a contact it computed.
+pub const NOT_COPIED: usize = usize::MAX;
+
+impl Found {
+    /// The earlier item's index, or [`NOT_COPIED`].
+    fn source(&self) -> usize {
+        match self {
+            Self::Point(_) => NOT_COPIED,
+            Self::Copy(k) => *k,
+        }
+    }
 }
 
 /// The broad phase: the body pairs (i, j), i < j, whose bounding spheres

@@ -9,7 +9,8 @@
 use super::settings::StepSettings;
 use super::solve::{ContactProblem, ContactSolution, ContactSolver, PlanarSolve, SolveBuffers};
 use super::warm::Form;
-use crate::model::{BroadPhase, ContactId, ContactSet, MassInverse, Model, State};
+use crate::model::reuse::Reuse;
+use crate::model::{BroadPhase, Contact, ContactId, ContactSet, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::DVector;
 use std::any::Any;
@@ -129,6 +130,41 @@ impl Geometry<'_> {
         let clock = Instant::now();
         self.model
             .gaps_into(q, margin, out, self.broad, self.threads);
+        self.time += clock.elapsed();
+    }
+
+    /// [`Self::contacts`], copying from `reuse.previous` (an earlier search
+    /// of this step at the same margin) the contacts of bodies that `reuse`
+    /// keeps ([`crate::model::reuse`]); `sources` names each contact's
+    /// index there, or [`crate::model::rigid::NOT_COPIED`].
+    pub fn contacts_reusing(
+        &mut self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut ContactSet,
+        reuse: Option<Reuse<'_, Contact>>,
+        sources: &mut Vec<usize>,
+    ) {
+        let clock = Instant::now();
+        std::mem::swap(&mut out.broad, self.broad);
+        self.model
+            .contacts_reusing(q, self.edges, margin, out, self.threads, reuse, sources);
+        std::mem::swap(&mut out.broad, self.broad);
+        self.time += clock.elapsed();
+    }
+
+    /// [`Self::gaps`], copying from `reuse.previous` (an earlier search of
+    /// this step at the same margin) the gaps of bodies that `reuse` keeps.
+    pub fn gaps_reusing(
+        &mut self,
+        q: &DVector<f64>,
+        margin: f64,
+        out: &mut Vec<(ContactId, f64)>,
+        reuse: Option<Reuse<'_, (ContactId, f64)>>,
+    ) {
+        let clock = Instant::now();
+        self.model
+            .gaps_reusing(q, margin, out, self.broad, self.threads, reuse);
         self.time += clock.elapsed();
     }
 

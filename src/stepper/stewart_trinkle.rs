@@ -25,6 +25,8 @@ use super::settings::StepSettings;
 use super::solve::{ContactProblem, ContactSolution, Failed, Islands};
 use super::step::{Solver, Step};
 use super::warm::Form;
+use crate::model::reuse::Reuse;
+use crate::model::rigid::NOT_COPIED;
 use crate::model::{Block, Contact, ContactId, ContactSet, Other};
 use crate::params::SolverKind;
 use nalgebra::{DVector, Vector3};
@@ -49,6 +51,21 @@ struct Scratch {
     candidates: ContactSet,
     /// Their gaps predicted at q̂, m.
     predicted: Vec<f64>,
+    /// The last iteration's candidates and predicted gaps, its v̂, and how
+    /// many of the candidates its search found (the rest were added after
+    /// it): the next search copies the contacts of bodies whose v̂, so
+    /// whose q̂, is the same to the bit ([`crate::model::reuse`]).
+    held: ContactSet,
+    held_predicted: Vec<f64>,
+    held_v: DVector<f64>,
+    held_found: usize,
+    /// Per body, whether a search copies it, and where each contact of the
+    /// latest search was copied from.
+    keep: Vec<bool>,
+    sources: Vec<usize>,
+    /// The last end-gap search of the step: its q and its gaps.
+    gaps_at: DVector<f64>,
+    gaps_last: Vec<(ContactId, f64)>,
     /// Identities found at q̂, and among the candidates.
     at_prediction: HashSet<ContactId>,
     known: HashSet<ContactId>,
@@ -120,6 +137,8 @@ impl Scheme for StewartTrinkle {
         let mut previous_deepest = f64::NEG_INFINITY;
         sc.anderson.clear();
         sc.cuts.clear();
+        // Nothing is copied across steps (the margin changes).
+        sc.gaps_last.clear();
         let asked = params.ncp_iterations.max(1);
         // The contacts every iteration must keep: the previous step's active set,
         // then every contact an earlier iteration had to include. Without the
@@ -138,16 +157,40 @@ impl Scheme for StewartTrinkle {
             if iteration >= base && guarantee_kept {
                 break;
             }
-            step.geometry.contacts(&q_hat, margin, &mut sc.candidates);
+            // The contacts at q̂. Islands held since the last iteration
+            // (`settled_velocities`) keep v̂, so q̂, to the bit: their
+            // bodies' contacts, secants and predicted gaps are copied from
+            // the last iteration's (they are what a search and the secant
+            // give again), the rest computed.
+            std::mem::swap(&mut sc.candidates, &mut sc.held);
+            std::mem::swap(&mut sc.predicted, &mut sc.held_predicted);
+            let reuse = (iteration > 0
+                && model.same_bodies(&sc.held_v, &v_hat, true, &mut sc.keep))
+            .then(|| Reuse {
+                keep: &sc.keep,
+                previous: &sc.held.as_slice()[..sc.held_found],
+            });
+            step.geometry.contacts_reusing(
+                &q_hat,
+                margin,
+                &mut sc.candidates,
+                reuse,
+                &mut sc.sources,
+            );
+            sc.held_found = sc.candidates.len();
+            sc.held_v.clone_from(&v_hat);
             // f(q̂): which contacts the prediction violates.
             sc.predicted.clear();
-            sc.predicted
-                .extend(sc.candidates.as_slice().iter().map(|c| c.gap));
             sc.at_prediction.clear();
-            sc.at_prediction
-                .extend(sc.candidates.as_slice().iter().map(|c| c.id));
-            for c in sc.candidates.as_mut_slice() {
-                secant_contact(c, &start_gaps, &v_hat, h, length, settings);
+            for (i, c) in sc.candidates.as_mut_slice().iter_mut().enumerate() {
+                sc.at_prediction.insert(c.id);
+                match sc.sources.get(i).copied().unwrap_or(NOT_COPIED) {
+                    NOT_COPIED => {
+                        sc.predicted.push(c.gap);
+                        secant_contact(c, &start_gaps, &v_hat, h, length, settings);
+                    }
+                    k => sc.predicted.push(sc.held_predicted[k]),
+                }
             }
             // The contacts of qˡ that q̂ no longer shows, linearized at qˡ
             // (f(qˡ) + h nᵀvˡ⁺¹ ≥ 0, γ = f(qˡ)/h ≥ 0 as the energy bound
@@ -209,7 +252,18 @@ impl Scheme for StewartTrinkle {
                 // Contacts violated at qˡ⁺¹ that were left out join and we solve again.
                 // The gaps at qˡ⁺¹ within the margin: the violated ones here,
                 // all of them for the report if this iterate is kept.
-                step.geometry.gaps(&q_new, margin, &mut sc.round_gaps);
+                // The gaps of bodies whose qˡ⁺¹ the last search of the
+                // step saw to the bit are copied from it.
+                let reuse = (!sc.gaps_last.is_empty()
+                    && model.same_bodies(&sc.gaps_at, &q_new, false, &mut sc.keep))
+                .then(|| Reuse {
+                    keep: &sc.keep,
+                    previous: &sc.gaps_last,
+                });
+                step.geometry
+                    .gaps_reusing(&q_new, margin, &mut sc.round_gaps, reuse);
+                sc.gaps_last.clone_from(&sc.round_gaps);
+                sc.gaps_at.clone_from(&q_new);
                 sc.chosen.clear();
                 sc.chosen.extend(selected.iter().map(|c| c.id));
                 let deepest = sc
