@@ -294,3 +294,45 @@ fn a_start_gap_is_read_where_the_contact_is() {
     let mut sim = from_snapshot(120, "pile_120-boxes-face-to-face.ron");
     step_within_the_promise(&mut sim);
 }
+
+/// A Stewart–Trinkle solve's islands computed on two threads
+/// (`stepper::solve::island`) give the bits of one thread: `pile_100.ron`
+/// landing (t = 0.3–0.4 s), where solves have several islands to compute
+/// and hundreds of unknowns (asserted), stepped on one thread and on two.
+#[test]
+fn islands_on_two_threads_give_the_bits_of_one() {
+    let scene = scene::load(Path::new("scenes/pile_100.ron")).unwrap_or_else(|e| panic!("{e}"));
+    let mut landed = Simulation::new(scene);
+    landed.step_settings_mut().threads = 1;
+    for _ in 0..60 {
+        landed.step().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut runs = Vec::new();
+    for threads in [1, 2] {
+        let mut sim = landed.clone();
+        sim.step_settings_mut().threads = threads;
+        let mut bits = Vec::new();
+        let mut split = 0;
+        for _ in 0..20 {
+            let report = sim.step().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(report.status, LcpStatus::Solved);
+            if report.lcp_size >= 600
+                && report.largest_island < report.lcp_size
+                && report.pivots > 0
+            {
+                split += 1;
+            }
+            bits.push(report.pivots as u64);
+            bits.extend(
+                sim.state
+                    .q
+                    .iter()
+                    .chain(sim.state.v.iter())
+                    .map(|x| x.to_bits()),
+            );
+        }
+        assert!(split >= 10, "{split} steps with several islands to compute");
+        runs.push(bits);
+    }
+    assert!(runs[0] == runs[1], "one thread and two differ");
+}

@@ -133,9 +133,10 @@ pub struct StepSettings {
     /// Threads a step may use: with 2, NSGS sweeps a large problem's two
     /// halves of space at once on the circular cone (`stepper::nsgs`, its
     /// `Halves`) and the narrow phase runs the candidate pairs' two halves
-    /// at once (`model::rigid::PARALLEL_PAIRS`); with 1, one after the
-    /// other. Either gives the same result, bit for bit; on a one-core
-    /// machine 2 acts as 1.
+    /// at once (`model::rigid::PARALLEL_PAIRS`), and Lemke solves a
+    /// problem's islands on both (`stepper::solve::island`); with 1, one
+    /// after the other. Either gives the same result, bit for bit; on a
+    /// one-core machine 2 acts as 1.
     pub threads: usize,
 }
 

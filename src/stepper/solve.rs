@@ -16,21 +16,23 @@
 //! planar LCP (33) is solved there too.
 
 mod dense;
+mod island;
 mod islands;
 mod memo;
 mod solution;
 
 pub use dense::{PlanarSolve, Regularized, solve_or_fail, solve_regularized};
+use island::{IslandJob, IslandWork};
 pub(super) use islands::friction_starts;
 pub use islands::{Islands, islands};
 use islands::{frictionless_basis, global_indices};
 pub use solution::{ContactSolution, Failed, Unknowns};
 
 use super::assembly::Layout;
-use super::contact_lcp::{ContactLcp, ContactLcpStorage};
+use super::contact_lcp::ContactLcp;
 use super::nsgs::{self, NsgsLimits};
 use super::settings::StepSettings;
-use super::warm::{Form, LastImpulses, WarmStart, normals_only};
+use super::warm::{Form, LastImpulses, WarmStart};
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::{Contact, ContactId, MassInverse};
 use crate::params::{FrictionCone, Params, SolverKind};
@@ -575,34 +577,20 @@ pub struct SolveBuffers {
     nsgs: nsgs::Workspace,
     /// The islands of a problem.
     islands: Islands,
-    /// The storage of an island's operator.
-    lcp: ContactLcpStorage,
     /// What the solve records, swapped into the solver's memory when every
     /// island is solved: the bases, the impulses and the ladder levels.
     warm: WarmStart,
     impulses: LastImpulses,
     levels: HashMap<usize, usize>,
-    /// An island's contacts' identities, friction directions and μ.
-    ids: Vec<ContactId>,
-    friction: Vec<usize>,
-    mu: Vec<f64>,
-    /// The first friction row of each contact, and an island's indices in
-    /// the whole layout.
+    /// The first friction row of each contact.
     starts: Vec<usize>,
-    global_of: Vec<usize>,
-    /// The velocity blocks of an island's bodies.
-    blocks: Vec<usize>,
-    /// An island's right-hand sides (the scheme's and the relaxed one), the
-    /// proximal centre and the equilibration.
-    q: Vec<f64>,
-    relaxed: Vec<f64>,
-    centre: Vec<f64>,
-    scale: Vec<f64>,
     /// The islands solved earlier in the step, or carried from the step
     /// before ([`memo`]).
     memo: memo::Memo,
-    /// An island's velocity indices.
-    velocities: Vec<usize>,
+    /// Each island's data and solve ([`island`]), and the two threads'
+    /// work spaces.
+    jobs: Vec<IslandJob>,
+    work: [IslandWork; 2],
 }
 
 impl SolveBuffers {
@@ -835,29 +823,35 @@ impl ContactSolver {
         buffers.impulses.clear();
         buffers.levels.clear();
         buffers.islands.find(contacts);
-        // Islands the step solved already, bit for bit the same LCP, are
-        // taken from the memo ([`memo`]).
+        // Each island's data, and whether the step solved its LCP already,
+        // bit for bit ([`memo`]).
         buffers.memo.begin();
-        for g in 0..buffers.islands.len() {
+        let count = buffers.islands.len();
+        if buffers.jobs.len() < count {
+            buffers.jobs.resize_with(count, IslandJob::default);
+        }
+        for g in 0..count {
             let members = buffers.islands.get(g);
-            global_indices(members, contacts, starts, layout, &mut buffers.global_of);
+            let job = &mut buffers.jobs[g];
+            job.solved = None;
+            global_indices(members, contacts, starts, layout, &mut job.global_of);
             // The island's contacts' identities, friction directions and
             // body blocks.
-            buffers.ids.clear();
-            buffers.ids.extend(members.iter().map(|&j| contacts[j].id));
-            buffers.friction.clear();
-            buffers.friction.extend(
+            job.ids.clear();
+            job.ids.extend(members.iter().map(|&j| contacts[j].id));
+            job.friction.clear();
+            job.friction.extend(
                 members
                     .iter()
                     .map(|&j| contacts[j].jacobian.friction_count()),
             );
-            buffers.blocks.clear();
-            buffers.blocks.extend(
+            job.blocks.clear();
+            job.blocks.extend(
                 members
                     .iter()
                     .flat_map(|&j| contacts[j].jacobian.blocks().iter().map(|b| b.start)),
             );
-            let velocities = &mut buffers.velocities;
+            let velocities = &mut job.velocities;
             velocities.clear();
             for &j in members {
                 for b in contacts[j].jacobian.blocks() {
@@ -893,13 +887,15 @@ impl ContactSolver {
                         key.push(w[i].to_bits());
                     }
                 };
-                buffers.memo.find(members, contacts, terms, on_velocities)
+                buffers
+                    .memo
+                    .find(members, contacts, terms, on_velocities, &mut job.key)
             };
-            let local = Layout {
+            job.local = Layout {
                 contacts: members.len(),
-                friction: buffers.friction.iter().sum(),
+                friction: job.friction.iter().sum(),
             };
-            let first = buffers
+            job.first = job
                 .blocks
                 .iter()
                 .filter_map(|b| self.levels.get(b))
@@ -907,285 +903,154 @@ impl ContactSolver {
                 .max()
                 .unwrap_or(0);
             let rungs = settings.compliance.len();
-            let plain_first = first_level(local.size(), rungs, settings, first) == 0;
+            let plain_first = first_level(job.local.size(), rungs, settings, job.first) == 0;
             // An island carried from the step before is reused only where a
             // solve would give it again ([`memo::Strict`]).
-            let found = found.filter(|found| {
+            job.found = found.filter(|&i| {
+                let found = buffers.memo.entry(i);
                 !found.carried
                     || found.strict.as_ref().is_some_and(|strict| {
                         plain_first
                             && strict.cancellation <= settings.polish_cancellation * velocity_scale
-                            && self
-                                .warm
-                                .basis(form, &buffers.ids, &buffers.friction, local)
+                            && self.warm.basis(form, &job.ids, &job.friction, job.local)
                                 == strict.warm
                     })
             });
-            if let Some(found) = found {
-                let global_of = &buffers.global_of;
-                for (i, &g) in global_of.iter().enumerate() {
+        }
+        // The islands to compute, on two threads from PARALLEL_UNKNOWNS
+        // unknowns ([`island`]).
+        let shared = island::Shared {
+            problem,
+            w,
+            form,
+            frictionless_start,
+            settings,
+            velocity_scale,
+            starts,
+        };
+        let [first, second] = &mut buffers.work;
+        first.todo.clear();
+        first
+            .todo
+            .extend((0..count).filter(|&g| buffers.jobs[g].found.is_none()));
+        let unknowns: usize = first
+            .todo
+            .iter()
+            .map(|&g| buffers.jobs[g].local.size())
+            .sum();
+        let pair = (settings.threads >= 2
+            && solution.lcp.is_none()
+            && first.todo.len() >= 2
+            && unknowns >= island::PARALLEL_UNKNOWNS
+            && crate::pair_thread::pays())
+        .then(crate::pair_thread::shared)
+        .flatten();
+        let (jobs, islands) = (&buffers.jobs, &buffers.islands);
+        match pair {
+            Some(pair) => {
+                let todo = std::mem::take(&mut first.todo);
+                island::deal(jobs, &todo, &mut first.todo, &mut second.todo);
+                let this = &*self;
+                crate::pair_thread::both(
+                    Some(pair),
+                    true,
+                    || this.solve_jobs(&shared, jobs, |g| islands.get(g), first, None),
+                    || this.solve_jobs(&shared, jobs, |g| islands.get(g), second, None),
+                );
+            }
+            None => {
+                second.todo.clear();
+                second.done.clear();
+                self.solve_jobs(
+                    &shared,
+                    jobs,
+                    |g| islands.get(g),
+                    first,
+                    solution.lcp.as_mut(),
+                );
+            }
+        }
+        for work in &mut buffers.work {
+            for (g, solved) in work.done.drain(..) {
+                buffers.jobs[g].solved = Some(solved);
+            }
+        }
+        // The islands in their order, as one loop over them would take them.
+        for g in 0..count {
+            let members = buffers.islands.get(g);
+            let job = &mut buffers.jobs[g];
+            let (ids, friction, local) = (&job.ids, &job.friction, job.local);
+            if let Some(i) = job.found {
+                let found = buffers.memo.entry(i);
+                for (i, &g) in job.global_of.iter().enumerate() {
                     solution.z[g] = found.z[i];
                     solution.w[g] = found.w[i];
                 }
                 if let Some(dump) = solution.lcp.as_mut() {
                     // The island's LCP for the dump, as solved (no
                     // compliance, no equilibration).
+                    let work = &mut buffers.work[0];
                     let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
-                    buffers.mu.clear();
-                    buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
-                    let storage = std::mem::take(&mut buffers.lcp);
-                    let lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
-                    let mut q = std::mem::take(&mut buffers.q);
+                    work.mu.clear();
+                    work.mu.extend(members.iter().map(|&j| problem.mu[j]));
+                    let storage = std::mem::take(&mut work.lcp);
+                    let lcp = ContactLcp::new_in(jacobians, w, &work.mu, storage);
+                    let mut q = std::mem::take(&mut work.q);
                     Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
-                    write_island(dump, global_of, &lcp.to_dense(), &q, |_| 1.0);
-                    buffers.q = q;
-                    buffers.lcp = lcp.into_storage();
+                    write_island(dump, &job.global_of, &lcp.to_dense(), &q, |_| 1.0);
+                    work.q = q;
+                    work.lcp = lcp.into_storage();
                 }
                 for &(i, dv) in &found.velocity {
                     velocity_change[i] += dv;
                 }
-                let (ids, friction) = (&buffers.ids, &buffers.friction);
                 record_impulses(&mut buffers.impulses, ids, friction, local, &found.z);
                 buffers.warm.add(ids, friction, local, &found.basis);
-                for &b in &buffers.blocks {
+                for &b in &job.blocks {
                     buffers.levels.insert(b, 0);
                 }
                 solution.islands += 1;
                 solution.reused += 1;
                 solution.largest_island = solution.largest_island.max(local.size());
                 solution.residual = solution.residual.max(found.residual);
-                buffers.memo.keep_found();
+                buffers.memo.keep_found(i);
                 continue;
             }
-            let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
-            buffers.mu.clear();
-            buffers.mu.extend(members.iter().map(|&j| problem.mu[j]));
-            let storage = std::mem::take(&mut buffers.lcp);
-            let mut lcp = ContactLcp::new_in(jacobians, w, &buffers.mu, storage);
-            debug_assert_eq!(lcp.layout, local);
-            let global_of = &buffers.global_of;
-            let mut q = std::mem::take(&mut buffers.q);
-            Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
-            let q = DVector::from_vec(q);
-            let relaxed = problem.relaxed_normal_terms.map(|terms| {
-                let mut relaxed = std::mem::take(&mut buffers.relaxed);
-                Self::rhs(problem, &lcp, members, starts, terms, &mut relaxed);
-                DVector::from_vec(relaxed)
-            });
-            let (ids, friction) = (&buffers.ids, &buffers.friction);
-            let warm_start = self.warm.basis(form, ids, friction, local);
-            // Whether the warm start was mapped (else it may be the
-            // frictionless problem's basis, a function of the LCP).
-            let mapped = warm_start.is_some();
-            let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
-            lcp.equilibrate();
-            let mut scale = std::mem::take(&mut buffers.scale);
-            scale.clear();
-            match lcp.scale() {
-                Some(s) => scale.extend_from_slice(s),
-                None => scale.resize(local.size(), 1.0),
-            }
-            let scaled = |v: &DVector<f64>| DVector::from_fn(v.len(), |i, _| v[i] * scale[i]);
-            let warm_start = warm_start.or_else(|| {
-                frictionless_start
-                    .then(|| frictionless_basis(&lcp, &scaled(&q), local, true))
-                    .flatten()
-            });
-            let options = LemkeOptions {
-                warm_start,
-                warm_fallback,
-                ..contact_options()
-            };
-            let blocks = &buffers.blocks;
-            // The proximal centre: the impulses these contacts had in the
-            // last solve, laid out as this island's LCP.
-            let mut centre = std::mem::take(&mut buffers.centre);
-            centre.clear();
-            centre.resize(local.size(), 0.0);
-            let mut centre = DVector::from_vec(centre);
-            for (local_j, &j) in members.iter().enumerate() {
-                let c = contacts[j];
-                if let Some(previous) = self.impulses.get(&c.id)
-                    && previous.len() == c.jacobian.friction_count() + 1
-                {
-                    for (r, &value) in previous.iter().enumerate() {
-                        centre[lcp.index(local_j, r)] = value;
-                    }
-                }
-            }
-            let cold = contact_options();
-            let mut pivots = 0;
-            let mut outcome = None;
-            for (attempt, (level, relax, warm)) in ladder(local.size(), rungs, settings, first)
-                .into_iter()
-                .enumerate()
-            {
-                let options = if warm { &options } else { &cold };
-                let epsilon = if level == 0 {
-                    0.0
-                } else {
-                    settings.compliance[level - 1]
-                };
-                lcp.set_regularization(epsilon);
-                let base = if relax {
-                    relaxed.as_ref().unwrap_or(&q)
-                } else {
-                    &q
-                };
-                // The proximal shift: LCP(M + εΔ, q − εΔ z⁰) with z⁰ the last
-                // impulses. Its solution solves the scheme's own LCP(M, q)
-                // up to εΔ(z − z⁰): the compliance's static deflection
-                // vanishes as the solves of a step (its fixed-point
-                // iterations) and of a resting pile repeat the same impulses,
-                // instead of letting every loaded contact sink by h ε Δ c_n.
-                let rhs = if epsilon > 0.0 {
-                    let mut shifted = base.clone();
-                    for (i, (s, d)) in shifted.iter_mut().zip(lcp.diagonal()).enumerate() {
-                        *s -= epsilon * d * centre[i];
-                    }
-                    std::borrow::Cow::Owned(shifted)
-                } else {
-                    std::borrow::Cow::Borrowed(base)
-                };
-                let unscale = |candidate: &mut LcpSolution| {
-                    // Back from the equilibrated LCP: z = S z', w = S⁻¹ w'.
-                    for (i, &si) in scale.iter().enumerate() {
-                        candidate.z[i] *= si;
-                        candidate.w[i] /= si;
-                    }
-                };
-                let mut candidate = solve_structured_or_fail(&lcp, &scaled(&rhs), options);
-                unscale(&mut candidate);
-                pivots += candidate.pivots;
-                let solved = candidate.status == LcpStatus::Solved;
-                let mut rhs = rhs.into_owned();
-                if solved && epsilon > 0.0 {
-                    // Converged, the operator keeps the compliance that
-                    // solved (the dump shows it); else the rung failed.
-                    let weights = lcp.diagonal().to_vec();
-                    let (refined, shifted, passes) = proximal_passes(
-                        base,
-                        &weights,
-                        &weights,
-                        epsilon,
-                        &mut centre,
-                        candidate,
-                        settings,
-                        &mut pivots,
-                        |epsilon, shifted, again| {
-                            lcp.set_regularization(epsilon);
-                            let mut next = solve_structured_or_fail(&lcp, &scaled(shifted), again);
-                            unscale(&mut next);
-                            next
-                        },
-                    );
-                    candidate = refined;
-                    if let Some(shifted) = shifted {
-                        rhs = shifted;
-                    }
-                    if passes != Passes::Within {
-                        candidate.status = LcpStatus::NumericalFailure;
-                    }
-                }
-                // Where Lemke's basis is not settled, the repair starts from
-                // the warm start, then its normal impulses alone, and
-                // without a warm start (a first step) after a ray from the
-                // frictionless problem's basis.
-                let frictionless =
-                    (epsilon == 0.0 && options.warm_start.is_none() && !complementary(&candidate))
-                        .then(|| frictionless_basis(&lcp, &scaled(&rhs), local, true))
-                        .flatten();
-                let starts: Vec<&[usize]> =
-                    [&options.warm_start, &options.warm_fallback, &frictionless]
-                        .into_iter()
-                        .filter_map(|b| b.as_deref())
-                        .collect();
-                // The scheme's own LCP only: a compliance's solution is
-                // checked against it by the proximal passes' defect, which
-                // a refined (or repaired) z would bypass.
-                let mut cancellation = None;
-                let polished = (epsilon == 0.0)
-                    .then(|| {
-                        let c = lcp.cancellation(&candidate.z);
-                        cancellation = Some(c);
-                        polish(
-                            &lcp,
-                            &rhs,
-                            &mut candidate,
-                            &starts,
-                            c,
-                            velocity_scale,
-                            settings,
-                        )
-                    })
-                    .flatten();
-                let solved = candidate.status == LcpStatus::Solved;
-                // The solve was a function of the key, the warm start and
-                // the refinement's test alone (see `memo::Strict`).
-                let strict = (attempt == 0 && level == 0 && pivots == 0 && polished.is_none())
-                    .then_some(cancellation)
-                    .flatten()
-                    .map(|cancellation| memo::Strict {
-                        warm: options.warm_start.clone().filter(|_| mapped),
-                        cancellation,
-                    });
-                outcome = Some((candidate, level, rhs, polished, strict));
-                if solved {
-                    break;
-                }
-            }
-            let Some((island, level, rhs, polished, strict)) = outcome else {
-                unreachable!("the ladder has at least level 0")
+            // Not computed: an island before it failed.
+            let Some(island) = job.solved.take() else {
+                break;
             };
             solution.islands += 1;
             solution.largest_island = solution.largest_island.max(local.size());
-            solution.pivots += pivots;
+            solution.pivots += island.pivots;
             solution.residual = solution.residual.max(island.residual);
-            for &b in blocks.iter() {
-                buffers.levels.insert(b, level);
+            for &b in &job.blocks {
+                buffers.levels.insert(b, island.level);
             }
-            if let Some(dump) = solution.lcp.as_mut() {
-                // The LCP solved, without the equilibration.
-                write_island(dump, global_of, &lcp.to_dense(), rhs.as_slice(), |i| {
-                    scale[i]
-                });
-            }
-            // The island's buffers go back for the next one.
-            buffers.q = q.data.into();
-            if let Some(relaxed) = relaxed {
-                buffers.relaxed = relaxed.data.into();
-            }
-            buffers.centre = centre.data.into();
-            buffers.scale = scale;
             if island.status != LcpStatus::Solved {
                 solution.status = island.status;
                 break;
             }
-            for (i, &g) in global_of.iter().enumerate() {
+            for (i, &g) in job.global_of.iter().enumerate() {
                 solution.z[g] = island.z[i];
                 solution.w[g] = island.w[i];
             }
-            match &polished {
-                Some(change) => lcp.add_flat(change, &mut velocity_change),
-                None => lcp.add_velocity_change(&island.z, &mut velocity_change),
+            for &(i, dv) in &island.velocity {
+                velocity_change[i] += dv;
             }
             // The scheme's own LCP (no compliance) is remembered; the
             // island's velocities are its own, so the change on them is
             // this island's alone.
-            if level == 0 {
-                let velocities = &buffers.velocities;
-                buffers.memo.keep(members, contacts, |entry| {
+            if island.level == 0 {
+                buffers.memo.keep(&mut job.key, members, contacts, |entry| {
                     entry.z.clear();
                     entry.z.extend_from_slice(island.z.as_slice());
                     entry.w.clear();
                     entry.w.extend_from_slice(island.w.as_slice());
                     entry.basis.clone_from(&island.basis);
-                    entry.velocity.clear();
-                    entry
-                        .velocity
-                        .extend(velocities.iter().map(|&i| (i, velocity_change[i])));
+                    entry.velocity.clone_from(&island.velocity);
                     entry.residual = island.residual;
-                    entry.strict = strict;
+                    entry.strict = island.strict.clone();
                 });
             }
             record_impulses(
@@ -1196,7 +1061,6 @@ impl ContactSolver {
                 island.z.as_slice(),
             );
             buffers.warm.add(ids, friction, local, &island.basis);
-            buffers.lcp = lcp.into_storage();
         }
         if solution.status == LcpStatus::Solved {
             std::mem::swap(&mut self.impulses, &mut buffers.impulses);

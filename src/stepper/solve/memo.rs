@@ -68,6 +68,13 @@ pub(super) struct Strict {
     pub cancellation: f64,
 }
 
+/// An island's key and its hash ([`Memo::find`]).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Key {
+    words: Vec<u64>,
+    hash: u64,
+}
+
 /// The islands of the last solve and of the current one.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Memo {
@@ -76,10 +83,6 @@ pub(super) struct Memo {
     now: Vec<Solved>,
     /// Storage for the next entries.
     spare: Vec<Solved>,
-    /// The key being looked up, its hash, and the entry of `last` it found.
-    key: Vec<u64>,
-    hash: u64,
-    found: Option<usize>,
     /// The time (bits) at which the step that kept `now` ended.
     ended: Option<u64>,
 }
@@ -116,58 +119,64 @@ impl Memo {
         }
     }
 
-    /// Builds the key of the island `members` of `contacts` (`terms`
-    /// appends a contact's right-hand-side numbers and μ, `velocities` the
-    /// island's v* and W) and returns the last solve's entry with the same
-    /// key, if any.
+    /// Builds into `key` the key of the island `members` of `contacts`
+    /// (`terms` appends a contact's right-hand-side numbers and μ,
+    /// `velocities` the island's v* and W) and returns the last solve's
+    /// entry with the same key, if any, by its index ([`Self::entry`]).
     pub fn find(
-        &mut self,
+        &self,
         members: &[usize],
         contacts: &[&Contact],
         terms: impl Fn(usize, &mut Vec<u64>),
         velocities: impl Fn(&mut Vec<u64>),
-    ) -> Option<&Solved> {
-        let key = &mut self.key;
-        key.clear();
+        key: &mut Key,
+    ) -> Option<usize> {
+        let words = &mut key.words;
+        words.clear();
         for &j in members {
             let jac = &contacts[j].jacobian;
             for block in jac.blocks() {
-                key.push(block.start as u64);
-                key.push(block.len as u64);
+                words.push(block.start as u64);
+                words.push(block.len as u64);
             }
-            key.push(jac.stored() as u64);
+            words.push(jac.stored() as u64);
             for r in 0..=jac.friction_count() {
-                key.extend(jac.row(r).iter().map(|x| x.to_bits()));
+                words.extend(jac.row(r).iter().map(|x| x.to_bits()));
             }
-            terms(j, key);
+            terms(j, words);
         }
-        velocities(key);
+        velocities(words);
+        key.hash = hash(words);
         let last = &self.last;
-        self.hash = hash(key);
-        self.found = self.by_key.get(&self.hash).copied().filter(|&i| {
+        self.by_key.get(&key.hash).copied().filter(|&i| {
             let solved = &last[i];
-            solved.key == *key
+            solved.key == key.words
                 && solved.ids.len() == members.len()
                 && solved
                     .ids
                     .iter()
                     .zip(members)
                     .all(|(id, &j)| *id == contacts[j].id)
-        });
-        self.found.map(|i| &self.last[i])
+        })
     }
 
-    /// Keeps the last [`Self::find`]'s island, not found, as solved with
-    /// `fill` writing the rest of its entry.
+    /// The last solve's entry `i` ([`Self::find`]).
+    pub fn entry(&self, i: usize) -> &Solved {
+        &self.last[i]
+    }
+
+    /// Keeps an island not found, by its `key` (whose storage it takes),
+    /// as solved with `fill` writing the rest of its entry.
     pub fn keep(
         &mut self,
+        key: &mut Key,
         members: &[usize],
         contacts: &[&Contact],
         fill: impl FnOnce(&mut Solved),
     ) {
         let mut solved = self.spare.pop().unwrap_or_default();
-        std::mem::swap(&mut solved.key, &mut self.key);
-        solved.hash = self.hash;
+        std::mem::swap(&mut solved.key, &mut key.words);
+        solved.hash = key.hash;
         solved.ids.clear();
         solved.ids.extend(members.iter().map(|&j| contacts[j].id));
         solved.carried = false;
@@ -176,14 +185,12 @@ impl Memo {
         self.now.push(solved);
     }
 
-    /// Keeps the entry the last [`Self::find`] found for the next solve too
-    /// (an island comes once in a solve, so it moves).
-    pub fn keep_found(&mut self) {
-        if let Some(i) = self.found.take() {
-            let mut solved = std::mem::take(&mut self.last[i]);
-            solved.carried = false;
-            self.now.push(solved);
-        }
+    /// Keeps the last solve's entry `i`, found, for the next solve too (an
+    /// island comes once in a solve, so it moves).
+    pub fn keep_found(&mut self, i: usize) {
+        let mut solved = std::mem::take(&mut self.last[i]);
+        solved.carried = false;
+        self.now.push(solved);
     }
 }
 

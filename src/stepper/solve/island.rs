@@ -1,0 +1,463 @@
+//! One island's solve by Lemke, and a solve's islands on two threads.
+//!
+//! A solve's islands are independent LCPs (see the parent module): each is
+//! solved from the solver's memory of the last solve (the warm start by
+//! contact identity, the last impulses, the ladder levels), which no island
+//! changes before the merge. So the islands a solve must compute can be
+//! solved in any order and on either thread, and the merge that follows, in
+//! the islands' order, makes every result and every record what the one
+//! loop over the islands made, bit for bit: it stops at the first island
+//! that failed as the loop did, and each island adds its velocity change
+//! on velocities no other island touches.
+//!
+//! A solve goes to two threads ([`crate::pair_thread`]) when it has at
+//! least two islands to compute and [`PARALLEL_UNKNOWNS`] unknowns among
+//! them. The islands are dealt largest first to the thread with the least
+//! work so far, an island's size squared standing for its work (Lemke's
+//! pivots grow with the island, and each costs about its size); the
+//! largest island of the generated pile of 200 takes 46 % of a solve's
+//! island time (5.1 of 11.2 ms a step over its first second, one thread).
+
+use super::memo;
+use super::{
+    ContactProblem, ContactSolver, Passes, complementary, contact_options, frictionless_basis,
+    ladder, polish, proximal_passes, solve_structured_or_fail, write_island,
+};
+use crate::lcp::{Lcp, LcpSolution, LcpStatus, LemkeOptions};
+use crate::model::ContactId;
+use crate::stepper::assembly::Layout;
+use crate::stepper::contact_lcp::{ContactLcp, ContactLcpStorage};
+use crate::stepper::settings::StepSettings;
+use crate::stepper::warm::{Form, normals_only};
+use nalgebra::DVector;
+
+/// The unknowns a solve must compute from which its islands go to two
+/// threads. A join with a parked helper costs 20–40 µs, a handshake with a
+/// spinning one about 0.5 µs ([`crate::pair_thread`]). Measured over 2 s of
+/// the generated piles (release, alternated runs): from 300 the pile of 22
+/// took 452–469 µs a step against 489–524 from 1,000, the pile of 50 about
+/// the same; from 100 the pile of 10 had runs of 149 and 194 µs against
+/// 119.
+pub(super) const PARALLEL_UNKNOWNS: usize = 300;
+
+/// One island of a solve: what its solve reads and what the merge writes,
+/// kept between solves for its storage.
+#[derive(Debug, Clone)]
+pub(super) struct IslandJob {
+    /// The contacts' identities and friction directions.
+    pub ids: Vec<ContactId>,
+    pub friction: Vec<usize>,
+    /// The bodies' velocity blocks (first indices) and the velocities.
+    pub blocks: Vec<usize>,
+    pub velocities: Vec<usize>,
+    /// The island's indices in the whole problem's layout.
+    pub global_of: Vec<usize>,
+    pub local: Layout,
+    /// The ladder's first level ([`super::first_level`]'s input).
+    pub first: usize,
+    /// The memo's entry for this island's LCP, or the key to keep it by.
+    pub found: Option<usize>,
+    pub key: memo::Key,
+    /// The solve, when the island was computed.
+    pub solved: Option<IslandSolve>,
+}
+
+impl Default for IslandJob {
+    fn default() -> Self {
+        Self {
+            ids: Vec::new(),
+            friction: Vec::new(),
+            blocks: Vec::new(),
+            velocities: Vec::new(),
+            global_of: Vec::new(),
+            local: Layout {
+                contacts: 0,
+                friction: 0,
+            },
+            first: 0,
+            found: None,
+            key: memo::Key::default(),
+            solved: None,
+        }
+    }
+}
+
+/// What one island's solve gave.
+#[derive(Debug, Clone)]
+pub(super) struct IslandSolve {
+    pub status: LcpStatus,
+    /// z, w and the final basis in the island's own order.
+    pub z: DVector<f64>,
+    pub w: DVector<f64>,
+    pub basis: Vec<usize>,
+    /// The ladder's level that solved it, the pivots of all its attempts,
+    /// the residual.
+    pub level: usize,
+    pub pivots: usize,
+    pub residual: f64,
+    /// W J z on the island's velocities (empty unless solved).
+    pub velocity: Vec<(usize, f64)>,
+    pub strict: Option<memo::Strict>,
+}
+
+/// One thread's work space for island solves.
+#[derive(Debug, Clone, Default)]
+pub(super) struct IslandWork {
+    /// The storage of an island's operator.
+    pub lcp: ContactLcpStorage,
+    /// An island's μ, right-hand sides (the scheme's and the relaxed
+    /// one), proximal centre and equilibration.
+    pub mu: Vec<f64>,
+    pub q: Vec<f64>,
+    pub relaxed: Vec<f64>,
+    pub centre: Vec<f64>,
+    pub scale: Vec<f64>,
+    /// A velocity change, zero between islands.
+    change: DVector<f64>,
+    /// The islands this thread solves, and what each gave.
+    pub todo: Vec<usize>,
+    pub done: Vec<(usize, IslandSolve)>,
+}
+
+/// What every island's solve shares.
+pub(super) struct Shared<'p, 'a> {
+    pub problem: &'p ContactProblem<'a>,
+    pub w: &'p [f64],
+    pub form: Form,
+    pub frictionless_start: bool,
+    pub settings: &'p StepSettings,
+    pub velocity_scale: f64,
+    /// The first friction row of each contact.
+    pub starts: &'p [usize],
+}
+
+/// Deals `todo` (islands of `jobs`, in order) to two threads, largest
+/// first to the one with less work so far, each thread's list in the
+/// islands' order.
+pub(super) fn deal(
+    jobs: &[IslandJob],
+    todo: &[usize],
+    first: &mut Vec<usize>,
+    second: &mut Vec<usize>,
+) {
+    first.clear();
+    second.clear();
+    let mut order = todo.to_vec();
+    let work = |g: usize| {
+        let n = jobs[g].local.size() as f64;
+        n * n
+    };
+    // Largest first; ties by the island's order, so the deal is a
+    // function of the islands alone.
+    order.sort_by(|&a, &b| work(b).total_cmp(&work(a)).then(a.cmp(&b)));
+    let (mut a, mut b) = (0.0, 0.0);
+    for g in order {
+        if a <= b {
+            a += work(g);
+            first.push(g);
+        } else {
+            b += work(g);
+            second.push(g);
+        }
+    }
+    first.sort_unstable();
+    second.sort_unstable();
+}
+
+impl ContactSolver {
+    /// Solves the islands `work.todo` of `jobs` (island g's contacts
+    /// `members(g)`) into `work.done`, in order, stopping after one that
+    /// fails; with `dump`, writes each solved island's LCP there.
+    pub(super) fn solve_jobs<'m>(
+        &self,
+        shared: &Shared<'_, '_>,
+        jobs: &[IslandJob],
+        members: impl Fn(usize) -> &'m [usize],
+        work: &mut IslandWork,
+        mut dump: Option<&mut Lcp>,
+    ) {
+        work.done.clear();
+        let todo = std::mem::take(&mut work.todo);
+        for &g in &todo {
+            let solved = self.solve_island(shared, members(g), &jobs[g], work, dump.as_deref_mut());
+            let failed = solved.status != LcpStatus::Solved;
+            work.done.push((g, solved));
+            if failed {
+                break;
+            }
+        }
+        work.todo = todo;
+    }
+
+    /// One island's solve: its contacts `members` of the problem, its
+    /// `job`'s identities and layout, down the regularization ladder
+    /// ([`ladder`]) until a rung solves it.
+    fn solve_island(
+        &self,
+        shared: &Shared<'_, '_>,
+        members: &[usize],
+        job: &IslandJob,
+        work: &mut IslandWork,
+        dump: Option<&mut Lcp>,
+    ) -> IslandSolve {
+        let Shared {
+            problem,
+            w,
+            form,
+            frictionless_start,
+            settings,
+            velocity_scale,
+            starts,
+        } = *shared;
+        let contacts = problem.contacts;
+        let local = job.local;
+        let first = job.first;
+        let rungs = settings.compliance.len();
+        let jacobians = members.iter().map(|&j| &contacts[j].jacobian).collect();
+        work.mu.clear();
+        work.mu.extend(members.iter().map(|&j| problem.mu[j]));
+        let storage = std::mem::take(&mut work.lcp);
+        let mut lcp = ContactLcp::new_in(jacobians, w, &work.mu, storage);
+        debug_assert_eq!(lcp.layout, local);
+        let mut q = std::mem::take(&mut work.q);
+        Self::rhs(problem, &lcp, members, starts, problem.normal_terms, &mut q);
+        let q = DVector::from_vec(q);
+        let relaxed = problem.relaxed_normal_terms.map(|terms| {
+            let mut relaxed = std::mem::take(&mut work.relaxed);
+            Self::rhs(problem, &lcp, members, starts, terms, &mut relaxed);
+            DVector::from_vec(relaxed)
+        });
+        let (ids, friction) = (&job.ids, &job.friction);
+        let warm_start = self.warm.basis(form, ids, friction, local);
+        // Whether the warm start was mapped (else it may be the
+        // frictionless problem's basis, a function of the LCP).
+        let mapped = warm_start.is_some();
+        let warm_fallback = normals_only(warm_start.as_ref(), local.normals());
+        lcp.equilibrate();
+        let mut scale = std::mem::take(&mut work.scale);
+        scale.clear();
+        match lcp.scale() {
+            Some(s) => scale.extend_from_slice(s),
+            None => scale.resize(local.size(), 1.0),
+        }
+        let scaled = |v: &DVector<f64>| DVector::from_fn(v.len(), |i, _| v[i] * scale[i]);
+        let warm_start = warm_start.or_else(|| {
+            frictionless_start
+                .then(|| frictionless_basis(&lcp, &scaled(&q), local, true))
+                .flatten()
+        });
+        let options = LemkeOptions {
+            warm_start,
+            warm_fallback,
+            ..contact_options()
+        };
+        // The proximal centre: the impulses these contacts had in the
+        // last solve, laid out as this island's LCP.
+        let mut centre = std::mem::take(&mut work.centre);
+        centre.clear();
+        centre.resize(local.size(), 0.0);
+        let mut centre = DVector::from_vec(centre);
+        for (local_j, &j) in members.iter().enumerate() {
+            let c = contacts[j];
+            if let Some(previous) = self.impulses.get(&c.id)
+                && previous.len() == c.jacobian.friction_count() + 1
+            {
+                for (r, &value) in previous.iter().enumerate() {
+                    centre[lcp.index(local_j, r)] = value;
+                }
+            }
+        }
+        let cold = contact_options();
+        let mut pivots = 0;
+        let mut outcome = None;
+        for (attempt, (level, relax, warm)) in ladder(local.size(), rungs, settings, first)
+            .into_iter()
+            .enumerate()
+        {
+            let options = if warm { &options } else { &cold };
+            let epsilon = if level == 0 {
+                0.0
+            } else {
+                settings.compliance[level - 1]
+            };
+            lcp.set_regularization(epsilon);
+            let base = if relax {
+                relaxed.as_ref().unwrap_or(&q)
+            } else {
+                &q
+            };
+            // The proximal shift: LCP(M + εΔ, q − εΔ z⁰) with z⁰ the last
+            // impulses. Its solution solves the scheme's own LCP(M, q)
+            // up to εΔ(z − z⁰): the compliance's static deflection
+            // vanishes as the solves of a step (its fixed-point
+            // iterations) and of a resting pile repeat the same impulses,
+            // instead of letting every loaded contact sink by h ε Δ c_n.
+            let rhs = if epsilon > 0.0 {
+                let mut shifted = base.clone();
+                for (i, (s, d)) in shifted.iter_mut().zip(lcp.diagonal()).enumerate() {
+                    *s -= epsilon * d * centre[i];
+                }
+                std::borrow::Cow::Owned(shifted)
+            } else {
+                std::borrow::Cow::Borrowed(base)
+            };
+            let unscale = |candidate: &mut LcpSolution| {
+                // Back from the equilibrated LCP: z = S z', w = S⁻¹ w'.
+                for (i, &si) in scale.iter().enumerate() {
+                    candidate.z[i] *= si;
+                    candidate.w[i] /= si;
+                }
+            };
+            let mut candidate = solve_structured_or_fail(&lcp, &scaled(&rhs), options);
+            unscale(&mut candidate);
+            pivots += candidate.pivots;
+            let solved = candidate.status == LcpStatus::Solved;
+            let mut rhs = rhs.into_owned();
+            if solved && epsilon > 0.0 {
+                // Converged, the operator keeps the compliance that
+                // solved (the dump shows it); else the rung failed.
+                let weights = lcp.diagonal().to_vec();
+                let (refined, shifted, passes) = proximal_passes(
+                    base,
+                    &weights,
+                    &weights,
+                    epsilon,
+                    &mut centre,
+                    candidate,
+                    settings,
+                    &mut pivots,
+                    |epsilon, shifted, again| {
+                        lcp.set_regularization(epsilon);
+                        let mut next = solve_structured_or_fail(&lcp, &scaled(shifted), again);
+                        unscale(&mut next);
+                        next
+                    },
+                );
+                candidate = refined;
+                if let Some(shifted) = shifted {
+                    rhs = shifted;
+                }
+                if passes != Passes::Within {
+                    candidate.status = LcpStatus::NumericalFailure;
+                }
+            }
+            // Where Lemke's basis is not settled, the repair starts from
+            // the warm start, then its normal impulses alone, and
+            // without a warm start (a first step) after a ray from the
+            // frictionless problem's basis.
+            let frictionless =
+                (epsilon == 0.0 && options.warm_start.is_none() && !complementary(&candidate))
+                    .then(|| frictionless_basis(&lcp, &scaled(&rhs), local, true))
+                    .flatten();
+            let starts: Vec<&[usize]> =
+                [&options.warm_start, &options.warm_fallback, &frictionless]
+                    .into_iter()
+                    .filter_map(|b| b.as_deref())
+                    .collect();
+            // The scheme's own LCP only: a compliance's solution is
+            // checked against it by the proximal passes' defect, which
+            // a refined (or repaired) z would bypass.
+            let mut cancellation = None;
+            let polished = (epsilon == 0.0)
+                .then(|| {
+                    let c = lcp.cancellation(&candidate.z);
+                    cancellation = Some(c);
+                    polish(
+                        &lcp,
+                        &rhs,
+                        &mut candidate,
+                        &starts,
+                        c,
+                        velocity_scale,
+                        settings,
+                    )
+                })
+                .flatten();
+            let solved = candidate.status == LcpStatus::Solved;
+            // The solve was a function of the key, the warm start and
+            // the refinement's test alone (see `memo::Strict`).
+            let strict = (attempt == 0 && level == 0 && pivots == 0 && polished.is_none())
+                .then_some(cancellation)
+                .flatten()
+                .map(|cancellation| memo::Strict {
+                    warm: options.warm_start.clone().filter(|_| mapped),
+                    cancellation,
+                });
+            outcome = Some((candidate, level, rhs, polished, strict));
+            if solved {
+                break;
+            }
+        }
+        let Some((island, level, rhs, polished, strict)) = outcome else {
+            unreachable!("the ladder has at least level 0")
+        };
+        if let Some(dump) = dump {
+            // The LCP solved, without the equilibration.
+            write_island(dump, &job.global_of, &lcp.to_dense(), rhs.as_slice(), |i| {
+                scale[i]
+            });
+        }
+        // The island's velocity change, W J z, on its own velocities.
+        let mut velocity = Vec::new();
+        if island.status == LcpStatus::Solved {
+            if work.change.len() != problem.dof {
+                work.change = DVector::zeros(problem.dof);
+            }
+            match &polished {
+                Some(change) => lcp.add_flat(change, &mut work.change),
+                None => lcp.add_velocity_change(&island.z, &mut work.change),
+            }
+            velocity.extend(job.velocities.iter().map(|&i| (i, work.change[i])));
+            for &i in &job.velocities {
+                work.change[i] = 0.0;
+            }
+        }
+        // The island's buffers go back for the next one.
+        work.q = q.data.into();
+        if let Some(relaxed) = relaxed {
+            work.relaxed = relaxed.data.into();
+        }
+        work.centre = centre.data.into();
+        work.scale = scale;
+        work.lcp = lcp.into_storage();
+        IslandSolve {
+            status: island.status,
+            z: island.z,
+            w: island.w,
+            basis: island.basis,
+            level,
+            pivots,
+            residual: island.residual,
+            velocity,
+            strict,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deal_gives_the_largest_island_a_thread_and_keeps_each_list_in_order() {
+        let sized = |contacts: usize| IslandJob {
+            local: Layout {
+                contacts,
+                friction: 0,
+            },
+            ..IslandJob::default()
+        };
+        // Sizes 2·(10, 40, 20, 30, 5) unknowns (a contact's normal and λ).
+        let jobs: Vec<IslandJob> = [10, 40, 20, 30, 5].into_iter().map(sized).collect();
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        deal(&jobs, &[0, 1, 2, 3, 4], &mut first, &mut second);
+        // Work n²: 6,400 to the first; 3,600 and 1,600 to the second; 400
+        // to the second (5,200 < 6,400); 100 to the second (5,600).
+        assert_eq!(first, vec![1]);
+        assert_eq!(second, vec![0, 2, 3, 4]);
+        // Only the islands asked for, each once.
+        deal(&jobs, &[0, 2, 4], &mut first, &mut second);
+        assert_eq!(first, vec![2]);
+        assert_eq!(second, vec![0, 4]);
+    }
+}
