@@ -1061,6 +1061,15 @@ impl ContactSolver {
                 island.z.as_slice(),
             );
             buffers.warm.add(ids, friction, local, &island.basis);
+            // The velocity change's storage goes back to the thread with
+            // fewer spares.
+            let [first, second] = &mut buffers.work;
+            let fewer = if first.spare.len() <= second.spare.len() {
+                first
+            } else {
+                second
+            };
+            fewer.spare.push(island.velocity);
         }
         if solution.status == LcpStatus::Solved {
             std::mem::swap(&mut self.impulses, &mut buffers.impulses);

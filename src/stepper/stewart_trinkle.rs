@@ -178,7 +178,7 @@ impl Scheme for StewartTrinkle {
                 &mut sc.sources,
             );
             sc.held_found = sc.candidates.len();
-            sc.held_v.clone_from(&v_hat);
+            copy_into(&mut sc.held_v, &v_hat);
             // f(q̂): which contacts the prediction violates.
             sc.predicted.clear();
             sc.at_prediction.clear();
@@ -263,7 +263,7 @@ impl Scheme for StewartTrinkle {
                 step.geometry
                     .gaps_reusing(&q_new, margin, &mut sc.round_gaps, reuse);
                 sc.gaps_last.clone_from(&sc.round_gaps);
-                sc.gaps_at.clone_from(&q_new);
+                copy_into(&mut sc.gaps_at, &q_new);
                 sc.chosen.clear();
                 sc.chosen.extend(selected.iter().map(|c| c.id));
                 let deepest = sc
@@ -418,6 +418,16 @@ impl Scheme for StewartTrinkle {
             active,
             gap_bound,
         })
+    }
+}
+
+/// `source` into `target`, in its storage when the lengths agree (a
+/// `DVector`'s `clone_from` allocates anew).
+fn copy_into(target: &mut DVector<f64>, source: &DVector<f64>) {
+    if target.len() == source.len() {
+        target.copy_from(source);
+    } else {
+        *target = source.clone();
     }
 }
 

@@ -114,6 +114,9 @@ pub(super) struct IslandWork {
     pub scale: Vec<f64>,
     /// A velocity change, zero between islands.
     change: DVector<f64>,
+    /// Storage for islands' velocity changes ([`IslandSolve::velocity`]),
+    /// given back by the merge.
+    pub spare: Vec<Vec<(usize, f64)>>,
     /// The islands this thread solves, and what each gave.
     pub todo: Vec<usize>,
     pub done: Vec<(usize, IslandSolve)>,
@@ -398,7 +401,8 @@ impl ContactSolver {
             });
         }
         // The island's velocity change, W J z, on its own velocities.
-        let mut velocity = Vec::new();
+        let mut velocity = work.spare.pop().unwrap_or_default();
+        velocity.clear();
         if island.status == LcpStatus::Solved {
             if work.change.len() != problem.dof {
                 work.change = DVector::zeros(problem.dof);
