@@ -396,15 +396,7 @@ impl Model {
         out: &mut ContactSet,
         threads: usize,
     ) {
-        match self {
-            Self::Rigid(s) => s.contacts_into(q, edges, margin, out, threads),
-            Self::Linear(s) => {
-                out.clear();
-                for c in s.contacts(q, margin) {
-                    out.push(c);
-                }
-            }
-        }
+        self.contacts_reusing(q, edges, margin, out, threads, None, &mut Vec::new());
     }
 
     /// [`Self::contacts_into`], copying what `reuse` keeps from an earlier
@@ -423,10 +415,15 @@ impl Model {
     ) {
         match self {
             Self::Rigid(s) => s.contacts_reusing(q, edges, margin, out, threads, reuse, sources),
-            Self::Linear(_) => {
-                self.contacts_into(q, edges, margin, out, threads);
+            Self::Linear(s) => {
+                out.clear();
+                for c in s.contacts(q, margin) {
+                    out.push(c);
+                }
                 sources.clear();
-                sources.resize(out.len(), rigid::NOT_COPIED);
+                if reuse.is_some() {
+                    sources.resize(out.len(), rigid::NOT_COPIED);
+                }
             }
         }
     }
@@ -445,7 +442,7 @@ impl Model {
         out.clear();
         match self {
             Self::Rigid(s) => s.gaps_reusing(q, margin, out, broad, threads, reuse),
-            Self::Linear(_) => self.gaps_into(q, margin, out, broad, threads),
+            Self::Linear(s) => out.extend(s.contacts(q, margin).into_iter().map(|c| (c.id, c.gap))),
         }
     }
 
@@ -503,11 +500,7 @@ impl Model {
         broad: &mut BroadPhase,
         threads: usize,
     ) {
-        out.clear();
-        match self {
-            Self::Rigid(s) => s.gaps_into(q, margin, out, broad, threads),
-            Self::Linear(s) => out.extend(s.contacts(q, margin).into_iter().map(|c| (c.id, c.gap))),
-        }
+        self.gaps_reusing(q, margin, out, broad, threads, None);
     }
 
     /// A bound on how fast any gap can close at velocities `v`: the largest
