@@ -66,8 +66,9 @@ pub(super) struct ProductForm {
     /// K: the original rows no unit column covers, in the order of S's rows.
     k_rows: Vec<usize>,
     block: Box<dyn BlockSolver>,
-    /// The pivots since the factorization: (row r, ā).
-    etas: Vec<(usize, Vec<f64>)>,
+    /// The pivots since the factorization: (row r, ā, whether every entry
+    /// of ā is finite).
+    etas: Vec<(usize, Vec<f64>, bool)>,
     /// Estimate of ‖B⁻¹‖∞ (see the module doc).
     norm: f64,
 }
@@ -285,7 +286,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
 
     fn apply(&mut self, columns: &Columns<'_, M>, _: &[Var], a: &[f64], out: &mut [f64]) {
         self.solve_initial(columns, a, out);
-        for (r, abar) in &self.etas {
+        for (r, abar, _) in &self.etas {
             let v = out[*r] / abar[*r];
             if v != 0.0 {
                 for (o, &x) in out.iter_mut().zip(abar) {
@@ -306,18 +307,34 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
     fn row(&self, columns: &Columns<'_, M>, _: &[Var], r: usize) -> Vec<f64> {
         let mut u = vec![0.0; self.n];
         u[r] = 1.0;
-        // uᵀE_p ⋯ E₁: each eta changes only its own row's component.
-        for (pivot, abar) in self.etas.iter().rev() {
-            let dot: f64 = u.iter().zip(abar).map(|(x, y)| x * y).sum();
+        // uᵀE_p ⋯ E₁: each eta changes only its own row's component, so u
+        // is zero off r and the etas' rows (`places`, increasing). uᵀā is
+        // summed over those places in the dense sum's order: the terms left
+        // out are zeros (ā finite), and zeros never change a partial sum
+        // that is not zero (a zero partial sum plus t is t, whatever the
+        // zero's sign), so the sum is the dense sum's, bit for bit, unless
+        // it is zero, where the dense sum decides the zero's sign. O(p²)
+        // for p etas instead of O(p n): the generated pile of 200 spent
+        // 8.7 % of its first 2 s here (`perf`, one thread).
+        let mut places = vec![r];
+        for (pivot, abar, finite) in self.etas.iter().rev() {
+            let mut dot: f64 = places.iter().map(|&i| u[i] * abar[i]).sum();
+            if dot == 0.0 || !finite {
+                dot = u.iter().zip(abar).map(|(x, y)| x * y).sum();
+            }
             let ur = u[*pivot];
             u[*pivot] = ur - (dot - ur) / abar[*pivot];
             // (uᵀE)_r = u_r − (uᵀā − u_r)/ā_r, the others unchanged.
+            if let Err(at) = places.binary_search(pivot) {
+                places.insert(at, *pivot);
+            }
         }
         self.transpose_initial(columns, &u)
     }
 
     fn pivot(&mut self, _: &Columns<'_, M>, _: &[Var], r: usize, _: Var, abar: &[f64]) {
-        self.etas.push((r, abar.to_vec()));
+        let finite = abar.iter().all(|x| x.is_finite());
+        self.etas.push((r, abar.to_vec(), finite));
     }
 
     fn max_entry(&self) -> f64 {
