@@ -467,16 +467,20 @@ impl Model {
         } else {
             rigid::position_size(s.dimension)
         };
+        let comparable = a.len() == b.len();
         let mut any = false;
         for i in 0..s.bodies.len() {
+            if s.is_fixed(i) {
+                keep.push(true);
+                continue;
+            }
             let range = i * n..(i + 1) * n;
-            let same = s.is_fixed(i)
-                || (a.len() == b.len()
-                    && a.as_slice()[range.clone()]
-                        .iter()
-                        .zip(&b.as_slice()[range])
-                        .all(|(x, y)| x.to_bits() == y.to_bits()));
-            any |= same && !s.is_fixed(i);
+            let same = comparable
+                && a.as_slice()[range.clone()]
+                    .iter()
+                    .zip(&b.as_slice()[range])
+                    .all(|(x, y)| x.to_bits() == y.to_bits());
+            any |= same;
             keep.push(same);
         }
         any

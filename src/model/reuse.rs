@@ -87,31 +87,31 @@ impl<'p, T: Identified> Cursor<'p, T> {
     /// The range of body `i`'s surface items (bodies asked in increasing
     /// order).
     pub fn surfaces(&mut self, i: usize) -> Range<usize> {
-        let surface_of = |x: &T, below: bool| {
-            let id = x.id();
-            pair_of(id).is_none() && if below { id.a < i } else { id.a == i }
-        };
-        while self.at < self.items.len() && surface_of(&self.items[self.at], true) {
-            self.at += 1;
-        }
-        let start = self.at;
-        while self.at < self.items.len() && surface_of(&self.items[self.at], false) {
-            self.at += 1;
-        }
-        start..self.at
+        // A surface's item (no pair) of a body before i, of body i.
+        self.span(
+            |x| pair_of(x.id()).is_none() && x.id().a < i,
+            |x| pair_of(x.id()).is_none() && x.id().a == i,
+        )
     }
 
     /// The range of pair (i, j)'s items, i < j (pairs asked in increasing
     /// order).
     pub fn pair(&mut self, i: usize, j: usize) -> Range<usize> {
-        let key = |x: &T| pair_of(x.id());
-        while self.at < self.items.len() && key(&self.items[self.at]).is_none_or(|p| p < (i, j)) {
-            self.at += 1;
-        }
+        self.span(
+            |x| pair_of(x.id()).is_none_or(|p| p < (i, j)),
+            |x| pair_of(x.id()) == Some((i, j)),
+        )
+    }
+
+    /// Moves past the items `before` holds for, then returns the range of
+    /// those `here` holds for that follow.
+    fn span(&mut self, before: impl Fn(&T) -> bool, here: impl Fn(&T) -> bool) -> Range<usize> {
+        self.at += self.items[self.at..]
+            .iter()
+            .take_while(|x| before(x))
+            .count();
         let start = self.at;
-        while self.at < self.items.len() && key(&self.items[self.at]) == Some((i, j)) {
-            self.at += 1;
-        }
+        self.at += self.items[start..].iter().take_while(|x| here(x)).count();
         start..self.at
     }
 }

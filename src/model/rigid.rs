@@ -700,21 +700,20 @@ impl RigidSystem {
         sources.clear();
         let previous: &[Contact] = reuse.map_or(&[], |r| r.previous);
         let mut broad = std::mem::take(&mut out.broad);
-        {
-            let mut take = |f: Found| {
-                let slot = out.push_slot();
-                match f {
-                    Found::Point(p) => {
-                        self.fill_contact(q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot);
-                    }
-                    Found::Copy(k) => slot.clone_from(&previous[k]),
-                }
-                if reuse.is_some() {
-                    sources.push(f.source());
-                }
-            };
-            self.visit_surfaces(q, margin, reuse, &mut take);
-        }
+        // A visited contact into its slot: computed, or copied.
+        let place = |f: &Found, slot: &mut Contact| match *f {
+            Found::Point(p) => {
+                self.fill_contact(q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot);
+            }
+            Found::Copy(k) => slot.clone_from(&previous[k]),
+        };
+        let mut take = |f: Found| {
+            place(&f, out.push_slot());
+            if reuse.is_some() {
+                sources.push(f.source());
+            }
+        };
+        self.visit_surfaces(q, margin, reuse, &mut take);
         self.broad_phase(q, margin, &mut broad, threads);
         let BroadPhase {
             pairs,
@@ -729,20 +728,7 @@ impl RigidSystem {
         match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
             None => {
                 let memo = memo.map(|memo| (memo, &mut *log));
-                self.visit_pairs(q, margin, pairs, points, memo, reuse, |f| {
-                    let slot = out.push_slot();
-                    match f {
-                        Found::Point(p) => {
-                            self.fill_contact(
-                                q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot,
-                            );
-                        }
-                        Found::Copy(k) => slot.clone_from(&previous[k]),
-                    }
-                    if reuse.is_some() {
-                        sources.push(f.source());
-                    }
-                });
+                self.visit_pairs(q, margin, pairs, points, memo, reuse, take);
             }
             Some(pair) => {
                 let (first, second) = pairs.split_at(pairs.len() / 2);
@@ -769,14 +755,7 @@ impl RigidSystem {
                     out.as_mut_slice()[start..].split_at_mut(found.len());
                 let fill = |slots: &mut [Contact], found: &[Found]| {
                     for (slot, f) in slots.iter_mut().zip(found) {
-                        match f {
-                            Found::Point(p) => {
-                                self.fill_contact(
-                                    q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot,
-                                );
-                            }
-                            Found::Copy(k) => slot.clone_from(&previous[*k]),
-                        }
+                        place(f, slot);
                     }
                 };
                 both(

@@ -19,7 +19,7 @@ use crate::model::{BlockInverse, Contact, ContactJacobian, MassInverse};
 use nalgebra::{DMatrix, DVector};
 
 /// The block layout of the assembled LCP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Layout {
     /// Number of contacts p.
     pub contacts: usize,

@@ -954,21 +954,11 @@ impl ContactSolver {
                 crate::pair_thread::both(
                     Some(pair),
                     true,
-                    || this.solve_jobs(&shared, jobs, |g| islands.get(g), first, None),
-                    || this.solve_jobs(&shared, jobs, |g| islands.get(g), second, None),
+                    || this.solve_jobs(&shared, jobs, islands, first, None),
+                    || this.solve_jobs(&shared, jobs, islands, second, None),
                 );
             }
-            None => {
-                second.todo.clear();
-                second.done.clear();
-                self.solve_jobs(
-                    &shared,
-                    jobs,
-                    |g| islands.get(g),
-                    first,
-                    solution.lcp.as_mut(),
-                );
-            }
+            None => self.solve_jobs(&shared, jobs, islands, first, solution.lcp.as_mut()),
         }
         for work in &mut buffers.work {
             for (g, solved) in work.done.drain(..) {

@@ -113,24 +113,13 @@ impl Geometry<'_> {
     /// The potential contacts at q within `margin` (m), with the step's
     /// friction directions, into `out`.
     pub fn contacts(&mut self, q: &DVector<f64>, margin: f64, out: &mut ContactSet) {
-        let clock = Instant::now();
-        // One broad phase's work space for every search of the step, so
-        // that a search the last sweep covers reuses its pairs
-        // ([`crate::model::LastSweep`]).
-        std::mem::swap(&mut out.broad, self.broad);
-        self.model
-            .contacts_into(q, self.edges, margin, out, self.threads);
-        std::mem::swap(&mut out.broad, self.broad);
-        self.time += clock.elapsed();
+        self.contacts_reusing(q, margin, out, None, &mut Vec::new());
     }
 
     /// The identities and gaps of [`Self::contacts`], without Jacobians,
     /// into `out`.
     pub fn gaps(&mut self, q: &DVector<f64>, margin: f64, out: &mut Vec<(ContactId, f64)>) {
-        let clock = Instant::now();
-        self.model
-            .gaps_into(q, margin, out, self.broad, self.threads);
-        self.time += clock.elapsed();
+        self.gaps_reusing(q, margin, out, None);
     }
 
     /// [`Self::contacts`], copying from `reuse.previous` (an earlier search
@@ -146,6 +135,9 @@ impl Geometry<'_> {
         sources: &mut Vec<usize>,
     ) {
         let clock = Instant::now();
+        // One broad phase's work space for every search of the step, so
+        // that a search the last sweep covers reuses its pairs
+        // ([`crate::model::LastSweep`]).
         std::mem::swap(&mut out.broad, self.broad);
         self.model
             .contacts_reusing(q, self.edges, margin, out, self.threads, reuse, sources);

@@ -20,8 +20,8 @@
 
 use super::memo;
 use super::{
-    ContactProblem, ContactSolver, Passes, complementary, contact_options, frictionless_basis,
-    ladder, polish, proximal_passes, solve_structured_or_fail, write_island,
+    ContactProblem, ContactSolver, Islands, Passes, complementary, contact_options,
+    frictionless_basis, ladder, polish, proximal_passes, solve_structured_or_fail, write_island,
 };
 use crate::lcp::{Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
@@ -42,7 +42,7 @@ pub(super) const PARALLEL_UNKNOWNS: usize = 300;
 
 /// One island of a solve: what its solve reads and what the merge writes,
 /// kept between solves for its storage.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct IslandJob {
     /// The contacts' identities and friction directions.
     pub ids: Vec<ContactId>,
@@ -60,26 +60,6 @@ pub(super) struct IslandJob {
     pub key: memo::Key,
     /// The solve, when the island was computed.
     pub solved: Option<IslandSolve>,
-}
-
-impl Default for IslandJob {
-    fn default() -> Self {
-        Self {
-            ids: Vec::new(),
-            friction: Vec::new(),
-            blocks: Vec::new(),
-            velocities: Vec::new(),
-            global_of: Vec::new(),
-            local: Layout {
-                contacts: 0,
-                friction: 0,
-            },
-            first: 0,
-            found: None,
-            key: memo::Key::default(),
-            solved: None,
-        }
-    }
 }
 
 /// What one island's solve gave.
@@ -169,20 +149,21 @@ pub(super) fn deal(
 
 impl ContactSolver {
     /// Solves the islands `work.todo` of `jobs` (island g's contacts
-    /// `members(g)`) into `work.done`, in order, stopping after one that
-    /// fails; with `dump`, writes each solved island's LCP there.
-    pub(super) fn solve_jobs<'m>(
+    /// `islands.get(g)`) into `work.done`, in order, stopping after one
+    /// that fails; with `dump`, writes each solved island's LCP there.
+    pub(super) fn solve_jobs(
         &self,
         shared: &Shared<'_, '_>,
         jobs: &[IslandJob],
-        members: impl Fn(usize) -> &'m [usize],
+        islands: &Islands,
         work: &mut IslandWork,
         mut dump: Option<&mut Lcp>,
     ) {
         work.done.clear();
         let todo = std::mem::take(&mut work.todo);
         for &g in &todo {
-            let solved = self.solve_island(shared, members(g), &jobs[g], work, dump.as_deref_mut());
+            let solved =
+                self.solve_island(shared, islands.get(g), &jobs[g], work, dump.as_deref_mut());
             let failed = solved.status != LcpStatus::Solved;
             work.done.push((g, solved));
             if failed {
