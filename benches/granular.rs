@@ -16,33 +16,25 @@
 
 mod common;
 
-use common::{Split, bench_step, growth_exponent};
+use common::{Split, bench_step, env_or, env_sizes, growth_exponent};
 use contactlab::scene::granular;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn sizes() -> Vec<usize> {
-    std::env::var("CONTACTLAB_GRANULAR_SIZES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .filter(|v: &Vec<usize>| !v.is_empty())
-        .unwrap_or_else(|| vec![500, 1000, 2000, 5000])
+    env_sizes("CONTACTLAB_GRANULAR_SIZES", &[500, 1000, 2000, 5000])
 }
 
 fn threads() -> usize {
-    std::env::var("CONTACTLAB_GRANULAR_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&t: &usize| (1..=2).contains(&t))
-        .unwrap_or(2)
+    env_or(
+        "CONTACTLAB_GRANULAR_THREADS",
+        |t: &usize| (1..=2).contains(t),
+        2,
+    )
 }
 
 fn seconds() -> f64 {
-    std::env::var("CONTACTLAB_GRANULAR_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s: &f64| s > 0.0)
-        .unwrap_or(0.5)
+    env_or("CONTACTLAB_GRANULAR_SECONDS", |&s: &f64| s > 0.0, 0.5)
 }
 
 /// One run from the release, after printing its row: the simulation where

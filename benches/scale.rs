@@ -19,33 +19,21 @@
 
 mod common;
 
-use common::{Split, bench_step, growth_exponent};
+use common::{Split, bench_step, env_or, env_sizes, growth_exponent};
 use contactlab::scene::generate;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn sizes() -> Vec<usize> {
-    std::env::var("CONTACTLAB_SCALE_SIZES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .filter(|v: &Vec<usize>| !v.is_empty())
-        .unwrap_or_else(|| vec![10, 22, 50, 100, 200])
+    env_sizes("CONTACTLAB_SCALE_SIZES", &[10, 22, 50, 100, 200])
 }
 
 fn seconds() -> f64 {
-    std::env::var("CONTACTLAB_SCALE_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s: &f64| s > 0.0)
-        .unwrap_or(1.0)
+    env_or("CONTACTLAB_SCALE_SECONDS", |&s: &f64| s > 0.0, 1.0)
 }
 
 fn runs() -> usize {
-    std::env::var("CONTACTLAB_SCALE_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&r: &usize| r > 0)
-        .unwrap_or(3)
+    env_or("CONTACTLAB_SCALE_RUNS", |&r: &usize| r > 0, 3)
 }
 
 /// One run from the drop: the simulation where it ended and what its steps

@@ -526,6 +526,42 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
     assert!(complementary(&fifth));
 }
 
+/// The generated pile of 50 after 100 steps (0.5 s), most of it landed.
+fn pile_of_50_landed() -> Simulation {
+    let mut sim = Simulation::new(scene::generate::pile(50).expect("generated pile"));
+    for _ in 0..100 {
+        sim.step().expect("the pile steps");
+    }
+    sim
+}
+
+/// `q` with every third body (from the `case % 3`-th) moved by a random
+/// velocity for 5 ms, the others held bit for bit.
+fn with_a_third_moved(
+    model: &Model,
+    q: &nalgebra::DVector<f64>,
+    rng: &mut StdRng,
+    case: usize,
+) -> nalgebra::DVector<f64> {
+    let bodies = q.len() / 7;
+    let v = nalgebra::DVector::from_fn(6 * bodies, |_, _| rng.random_range(-0.5..0.5));
+    let moved = model.integrate(q, &v, 0.005);
+    let mut next = q.clone();
+    for body in (case % 3..bodies).step_by(3) {
+        for k in 7 * body..7 * body + 7 {
+            next[k] = moved[k];
+        }
+    }
+    next
+}
+
+/// Gaps with their bits, for comparing searches bit for bit.
+fn gap_bits(
+    gaps: &[(contactlab::model::ContactId, f64)],
+) -> Vec<(contactlab::model::ContactId, u64)> {
+    gaps.iter().map(|(id, gap)| (*id, gap.to_bits())).collect()
+}
+
 /// The narrow phase's points kept by pair and pose (`model::pair_memo`,
 /// what Stewart–Trinkle's iterations turn on): on the generated pile of 50,
 /// searches that move a third of the bodies and hold the others bit for bit
@@ -536,12 +572,8 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
 #[test]
 fn pairs_found_again_by_pose_give_what_a_search_computes() {
     use contactlab::model::ContactSet;
-    let mut sim = Simulation::new(scene::generate::pile(50).expect("generated pile"));
-    for _ in 0..100 {
-        sim.step().expect("the pile steps");
-    }
+    let sim = pile_of_50_landed();
     let mut model = sim.model().clone();
-    let dof = sim.state.v.len();
     let mut rng = StdRng::seed_from_u64(23);
     let margin = 0.1 * model.length_scale();
     let edges = 8;
@@ -551,11 +583,6 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
         set.as_slice()
             .iter()
             .map(|c| format!("{c:?}"))
-            .collect::<Vec<_>>()
-    };
-    let bits = |g: &[(contactlab::model::ContactId, f64)]| {
-        g.iter()
-            .map(|(id, gap)| (*id, gap.to_bits()))
             .collect::<Vec<_>>()
     };
     let compare =
@@ -576,21 +603,13 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
                 &mut BroadPhase::default(),
                 threads,
             );
-            assert_eq!(bits(&gaps), bits(&fresh_gaps), "case {case}");
+            assert_eq!(gap_bits(&gaps), gap_bits(&fresh_gaps), "case {case}");
             hits
         };
     let mut q = sim.state.q.clone();
     let mut hits = 0;
     for case in 0..24 {
-        // A third of the bodies moved, the others held bit for bit.
-        let v = nalgebra::DVector::from_fn(dof, |_, _| rng.random_range(-0.5..0.5));
-        let moved = model.integrate(&q, &v, 0.005);
-        let mut next = q.clone();
-        for body in (case % 3..dof / 6).step_by(3) {
-            for k in 7 * body..7 * body + 7 {
-                next[k] = moved[k];
-            }
-        }
+        let next = with_a_third_moved(&model, &q, &mut rng, case);
         let threads = 1 + case % 2;
         hits += compare(&model, &q, &mut kept, threads, case);
         hits += compare(&model, &next, &mut kept, threads, case);
@@ -623,12 +642,8 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
     use contactlab::model::ContactSet;
     use contactlab::model::reuse::Reuse;
     use contactlab::model::rigid::NOT_COPIED;
-    let mut sim = Simulation::new(scene::generate::pile(50).expect("generated pile"));
-    for _ in 0..100 {
-        sim.step().expect("the pile steps");
-    }
+    let sim = pile_of_50_landed();
     let model = sim.model().clone();
-    let dof = sim.state.v.len();
     let mut rng = StdRng::seed_from_u64(29);
     let margin = 0.1 * model.length_scale();
     let edges = 8;
@@ -640,14 +655,7 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
     let (mut copied, mut computed) = (0, 0);
     let mut keep = Vec::new();
     for case in 0..24 {
-        let v = nalgebra::DVector::from_fn(dof, |_, _| rng.random_range(-0.5..0.5));
-        let moved = model.integrate(&q, &v, 0.005);
-        let mut next = q.clone();
-        for body in (case % 3..dof / 6).step_by(3) {
-            for k in 7 * body..7 * body + 7 {
-                next[k] = moved[k];
-            }
-        }
+        let next = with_a_third_moved(&model, &q, &mut rng, case);
         let threads = 1 + case % 2;
         assert!(
             model.same_bodies(&q, &next, false, &mut keep),
@@ -701,12 +709,7 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
             &mut BroadPhase::default(),
             threads,
         );
-        let bits = |g: &[(contactlab::model::ContactId, f64)]| {
-            g.iter()
-                .map(|(id, gap)| (*id, gap.to_bits()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(bits(&gaps), bits(&fresh_gaps), "case {case}");
+        assert_eq!(gap_bits(&gaps), gap_bits(&fresh_gaps), "case {case}");
         q = next;
         last = fresh;
         last_gaps = fresh_gaps;

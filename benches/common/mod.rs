@@ -120,3 +120,25 @@ pub fn growth_exponent(points: &[(usize, f64)], smallest: usize) -> Option<f64> 
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
     (sxx > 0.0).then(|| sxy / sxx)
 }
+
+/// The value of the environment variable `name` when it parses and `valid`
+/// accepts it, else `default`.
+#[allow(dead_code)] // not every benchmark reads the environment
+pub fn env_or<T: std::str::FromStr>(name: &str, valid: impl Fn(&T) -> bool, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(valid)
+        .unwrap_or(default)
+}
+
+/// The comma-separated sizes in the environment variable `name`, else
+/// `default`.
+#[allow(dead_code)] // not every benchmark reads the environment
+pub fn env_sizes(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| default.to_vec())
+}
