@@ -58,7 +58,12 @@ struct Scratch {
 /// of a step then solve each island again from the same basis. The
 /// pattern is the key (compared entry by entry), and the numeric
 /// factorization from a kept analysis is the one a fresh analysis gives,
-/// bit for bit: the analysis is a function of the pattern alone.
+/// bit for bit: the analysis is a function of the pattern alone. Within
+/// one operator the block asked for (its rows, columns and covering
+/// vector) is the key too, so that a block factored again is found without
+/// building its matrix (twenty-third session: the build, a tenth of
+/// `KktBlock::new`'s time, was paid on 46 % of its calls on the generated
+/// pile of 200, which all ended in the numeric cache).
 #[derive(Debug, Clone, Default)]
 struct FactorCache {
     entries: Vec<SymbolicEntry>,
@@ -66,6 +71,25 @@ struct FactorCache {
     /// same basis of the same LCP is factored again by the tableau after
     /// `feasible_warm`, and by the refinement after the final check.
     numeric: Vec<NumericEntry>,
+    /// The operator the factorizations below belong to: a new operator,
+    /// a new regularization or a new scaling changes it
+    /// ([`Self::invalidate`]).
+    operator: u64,
+    /// The last blocks of this operator, by the rows, columns and covering
+    /// vector asked for: the same block of the same operator is the same
+    /// matrix, found without building it.
+    blocks: Vec<BlockEntry>,
+}
+
+/// A block of [`FactorCache::operator`]: what [`KktBlock::new`] was asked
+/// for, and its factorization.
+#[derive(Debug, Clone)]
+struct BlockEntry {
+    operator: u64,
+    rows: Vec<usize>,
+    columns: Vec<usize>,
+    covering: Option<Vec<u64>>,
+    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
 }
 
 /// A sparsity pattern, compressed by columns.
@@ -116,6 +140,75 @@ impl FactorCache {
     const CAPACITY: usize = 4;
     /// Numeric factorizations kept.
     const NUMERIC: usize = 2;
+
+    /// The operator's values change: no kept block is one of its blocks.
+    fn invalidate(&mut self) {
+        self.operator = self.operator.wrapping_add(1);
+    }
+
+    /// The factorization of the block asked for with these rows, columns
+    /// and covering vector of the current operator, if it is kept.
+    fn block(
+        &mut self,
+        rows: &[usize],
+        columns: &[usize],
+        covering: Option<&[f64]>,
+    ) -> Option<Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>> {
+        let operator = self.operator;
+        let i = self.blocks.iter().position(|e| {
+            e.operator == operator
+                && e.rows == rows
+                && e.columns == columns
+                && match (&e.covering, covering) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => {
+                        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| *x == y.to_bits())
+                    }
+                    _ => false,
+                }
+        })?;
+        to_front(&mut self.blocks, i);
+        Some(Arc::clone(&self.blocks[0].lu))
+    }
+
+    /// Keeps the factorization of a block of the current operator.
+    fn keep_block(
+        &mut self,
+        rows: &[usize],
+        columns: &[usize],
+        covering: Option<&[f64]>,
+        lu: &Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
+    ) {
+        let mut entry = if self.blocks.len() >= Self::NUMERIC {
+            match self.blocks.pop() {
+                Some(entry) => entry,
+                None => return,
+            }
+        } else {
+            BlockEntry {
+                operator: 0,
+                rows: Vec::new(),
+                columns: Vec::new(),
+                covering: None,
+                lu: Arc::clone(lu),
+            }
+        };
+        entry.operator = self.operator;
+        entry.rows.clear();
+        entry.rows.extend_from_slice(rows);
+        entry.columns.clear();
+        entry.columns.extend_from_slice(columns);
+        match covering {
+            Some(d) => {
+                let kept = entry.covering.get_or_insert_with(Vec::new);
+                kept.clear();
+                kept.extend(d.iter().map(|x| x.to_bits()));
+            }
+            None => entry.covering = None,
+        }
+        entry.lu = Arc::clone(lu);
+        self.blocks.insert(0, entry);
+    }
 
     /// The LU of `matrix`: kept if the same matrix (pattern and values, bit
     /// for bit) was factored lately, else factored from its pattern's
@@ -313,6 +406,7 @@ impl<'a> ContactLcp<'a> {
         }
         let blocks_len = blocks.len();
         let mut scratch = scratch;
+        scratch.factors.invalidate();
         scratch.impulse.clear();
         scratch.impulse.resize(flat, 0.0);
         scratch.marked.clear();
@@ -370,6 +464,7 @@ impl<'a> ContactLcp<'a> {
     /// of JᵀWJ.
     pub fn set_regularization(&mut self, epsilon: f64) {
         self.regularization = epsilon;
+        self.scratch.get_mut().factors.invalidate();
     }
 
     /// The diagonal Δ of JᵀWJ, laid out as the LCP (zero on the λ rows).
@@ -490,6 +585,7 @@ impl ContactLcp<'_> {
         }
         self.scaled_magnitude = magnitude;
         self.scale = Some(scale);
+        self.scratch.get_mut().factors.invalidate();
     }
 
     /// S of [`Self::equilibrate`] (`None`: unscaled).
@@ -849,40 +945,76 @@ impl KktBlock {
         columns: &[usize],
         covering: Option<&[f64]>,
     ) -> Option<Self> {
-        use faer::sparse::{SparseColMat, Triplet};
+        use faer::sparse::SparseColMat;
         let m = columns.len() + usize::from(covering.is_some());
         if rows.len() != m {
             return None;
         }
+        let dof = lcp.flat_len();
+        let kept = lcp
+            .scratch
+            .borrow_mut()
+            .factors
+            .block(rows, columns, covering);
+        if let Some(lu) = kept {
+            return Some(Self { lu, dof, size: m });
+        }
         let n = lcp.layout.size();
         let s = |i: usize| lcp.scale.as_deref().map_or(1.0, |s| s[i]);
-        let dof = lcp.flat_len();
         let mut k_pos = vec![usize::MAX; n];
         for (k, &i) in rows.iter().enumerate() {
             k_pos[i] = k;
         }
-        let mut entries: Vec<Triplet<usize, usize, f64>> =
-            Vec::with_capacity(dof + 24 * (rows.len() + columns.len()) + m);
-        for f in 0..dof {
-            entries.push(Triplet::new(f, f, 1.0));
-        }
-        // −S_K J_K W^½ and −W^½ J_Cᵀ S_C.
+        // Built column by column, rows in increasing order (the canonical
+        // form, so that equal patterns compare equal): the columns of ỹ
+        // hold 1 on the diagonal and −S_K J_K W^½ below it, the columns of
+        // C −W^½ J_Cᵀ S_C and then the structure −S P S on the rows of K.
+        let size = dof + m;
+        let mut below: Vec<(usize, usize, f64)> = Vec::with_capacity(12 * rows.len());
         for (k, &i) in rows.iter().enumerate() {
             for (f, v) in lcp.weighted_row(i) {
-                entries.push(Triplet::new(dof + k, f, -s(i) * v));
+                below.push((f, k, -s(i) * v));
             }
         }
-        for (c, &i) in columns.iter().enumerate() {
+        let mut start = vec![0; dof + 1];
+        for &(f, _, _) in &below {
+            start[f + 1] += 1;
+        }
+        for f in 0..dof {
+            // The diagonal's 1 and the entries below it.
+            start[f + 1] += start[f] + 1;
+        }
+        let nnz = start[dof] + 14 * columns.len() + m;
+        let mut col_ptr = Vec::with_capacity(size + 1);
+        let mut row_idx = vec![0; start[dof]];
+        let mut values = vec![0.0; start[dof]];
+        let mut next = start.clone();
+        for f in 0..dof {
+            row_idx[next[f]] = f;
+            values[next[f]] = 1.0;
+            next[f] += 1;
+        }
+        // In increasing k within each column, as `below` is.
+        for &(f, k, v) in &below {
+            row_idx[next[f]] = dof + k;
+            values[next[f]] = v;
+            next[f] += 1;
+        }
+        col_ptr.extend_from_slice(&start[..dof]);
+        row_idx.reserve(nnz - row_idx.len());
+        values.reserve(nnz - values.len());
+        let mut column: Vec<(usize, f64)> = Vec::with_capacity(16);
+        for &i in columns {
+            col_ptr.push(row_idx.len());
             let si = s(i);
-            for (f, v) in lcp.weighted_row(i) {
-                entries.push(Triplet::new(f, dof + c, -si * v));
-            }
+            column.clear();
+            column.extend(lcp.weighted_row(i).map(|(f, v)| (f, -si * v)));
             // The structure of column i (−S P S) on the rows of K.
             let (b, r) = lcp.owner[i];
             let mut put = |row: usize, value: f64| {
                 let k = k_pos[row];
                 if k != usize::MAX && value != 0.0 {
-                    entries.push(Triplet::new(dof + k, dof + c, -s(row) * value * si));
+                    column.push((dof + k, -s(row) * value * si));
                 }
             };
             if r == LAMBDA {
@@ -894,21 +1026,28 @@ impl KktBlock {
                 put(lcp.layout.lambda(b), if r == 0 { lcp.mu[b] } else { -1.0 });
                 put(i, lcp.regularization * lcp.diagonal[i]);
             }
+            column.sort_unstable_by_key(|&(row, _)| row);
+            row_idx.extend(column.iter().map(|&(row, _)| row));
+            values.extend(column.iter().map(|&(_, v)| v));
         }
         if let Some(d) = covering {
-            let c = columns.len();
+            col_ptr.push(row_idx.len());
             for (k, &i) in rows.iter().enumerate() {
                 if d[i] != 0.0 {
-                    entries.push(Triplet::new(dof + k, dof + c, -d[i]));
+                    row_idx.push(dof + k);
+                    values.push(-d[i]);
                 }
             }
         }
-        let size = dof + m;
-        let matrix =
-            SparseColMat::<usize, f64>::try_new_from_triplets(size, size, &entries).ok()?;
+        col_ptr.push(row_idx.len());
+        let pattern =
+            faer::sparse::SymbolicSparseColMat::new_checked(size, size, col_ptr, None, row_idx);
+        let matrix = SparseColMat::<usize, f64>::new(pattern, values);
         // Column-compressed with sorted, summed entries: the pattern is
         // canonical, so equal patterns compare equal.
-        let lu = lcp.scratch.borrow_mut().factors.lu(&matrix)?;
+        let mut scratch = lcp.scratch.borrow_mut();
+        let lu = scratch.factors.lu(&matrix)?;
+        scratch.factors.keep_block(rows, columns, covering, &lu);
         Some(Self { lu, dof, size: m })
     }
 
