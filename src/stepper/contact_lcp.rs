@@ -61,7 +61,7 @@ struct Scratch {
 /// bit for bit: the analysis is a function of the pattern alone. Within
 /// one operator the block asked for (its rows, columns and covering
 /// vector) is the key too, so that a block factored again is found without
-/// building its matrix (twenty-third session: the build, a tenth of
+/// building its matrix (twenty-third session: the build, a third of
 /// `KktBlock::new`'s time, was paid on 46 % of its calls on the generated
 /// pile of 200, which all ended in the numeric cache).
 #[derive(Debug, Clone, Default)]
