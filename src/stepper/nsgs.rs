@@ -1364,25 +1364,30 @@ const DRIFT_REPEATS: usize = 5;
 /// The longest period of a drift that [`Drift`] recognizes, in sweeps.
 const DRIFT_PERIOD: usize = 4;
 
+/// Two steps of the impulses are the same drift when every component
+/// differs by at most this much of the step's largest.
+const DRIFT_SAME: f64 = 1e-3;
+
 /// A drift of the pyramid's sweeps: the impulses (c_n, β and λ of every
-/// contact) changing by the same amount every p sweeps (p ≤
-/// [`DRIFT_PERIOD`]), [`DRIFT_REPEATS`] times in a row. On a pile's boxes
-/// the sweeps meet such affine pieces of the Gauss–Seidel map, where a
-/// visit undoes what the visits after it did one sweep before, and the
-/// iterate walks by a fixed step (`pile.ron` at t = 0.125 s: 1.7e-12 of
-/// normal impulse a sweep, the residual unchanged to four digits for
-/// 95,000 sweeps) towards the edge of the piece, where some impulse,
-/// λ or μc_n − Σβ reaches zero and the active set changes. [`Self::jump`]
-/// takes the walk to that edge in one move, as the sweeps would after
-/// that many of them; the sweeps then go on from there, so the end is the
-/// sweeps' own fixed point and the residual the same test decides it.
-/// Measured on `pile.ron`'s first second (release, sweep limit 100,000):
-/// at tolerance 1e-6 242,501 sweeps (32.5 s) → 32,298 (5.9 s); at 1e-8
-/// the sweep limit reached at t = 0.195 s → every step solved, 69,892
-/// sweeps (12.7 s); at 1e-10 step 18 took 28,750 sweeps and now a few
-/// hundred (298), but step 25 still ends at the limit (2.2e-10 instead of
-/// 2.0e-9: after the last move the residual stays there without a drift
-/// of period ≤ 4).
+/// contact) changing by the same amount (within [`DRIFT_SAME`]) every p
+/// sweeps (p ≤ [`DRIFT_PERIOD`]), [`DRIFT_REPEATS`] times in a row. On a
+/// pile's boxes the sweeps meet such affine pieces of the Gauss–Seidel
+/// map, where a visit undoes what the visits after it did one sweep
+/// before, and the iterate walks by a fixed step (`pile.ron` at t = 0.125
+/// s: 1.7e-12 of normal impulse a sweep, the residual unchanged to four
+/// digits for 95,000 sweeps) towards the edge of the piece, where some
+/// impulse, λ or μc_n − Σβ reaches zero and the active set changes.
+/// [`Self::jump`] takes the walk to that edge in one move, as the sweeps
+/// would after that many of them; the sweeps then go on from there, so the
+/// end is the sweeps' own fixed point and the residual the same test
+/// decides it. Measured on `pile.ron`'s first second (release, sweep limit
+/// 100,000), without → with: at tolerance 1e-6 242,501 sweeps (32.5 s) →
+/// 28,152 (5.1 s); at 1e-8 the sweep limit at t = 0.195 s → every step
+/// solved, 65,645 sweeps (12.0 s); at 1e-10 the limit at t = 0.125 s →
+/// every step solved, 250,565 sweeps (47.7 s); at the default 1e-4 over
+/// 2 s 14,124 → 12,052 sweeps. With steps the same within 1e-6 instead of
+/// 1e-3 the run at 1e-10 still stopped at t = 0.125 s (residual 2.2e-10,
+/// the walk bending slightly); with periods up to 8, at t = 0.765 s.
 #[derive(Default)]
 struct Drift {
     /// The latest iterates, most recent first (at most 2p + 1).
@@ -1429,7 +1434,7 @@ impl Drift {
                     && step
                         .iter()
                         .zip(h[p].iter().zip(&h[2 * p]))
-                        .all(|(a, (b, c))| (a - (b - c)).abs() <= 1e-6 * size);
+                        .all(|(a, (b, c))| (a - (b - c)).abs() <= DRIFT_SAME * size);
                 same.then_some(step)
             });
         self.repeats = if found.is_some() { self.repeats + 1 } else { 0 };
