@@ -135,6 +135,29 @@ fn to_front<T>(entries: &mut Vec<T>, i: usize) {
     entries.insert(0, entry);
 }
 
+/// Storage for a new most recent entry of `entries`: the least recent one,
+/// taken out, when `entries` holds `capacity`, else `fresh()`.
+fn recycled<T>(entries: &mut Vec<T>, capacity: usize, fresh: impl FnOnce() -> T) -> T {
+    if entries.len() >= capacity
+        && let Some(entry) = entries.pop()
+    {
+        entry
+    } else {
+        fresh()
+    }
+}
+
+/// Whether `kept` holds the bits of `values`.
+fn same_bits(kept: &[u64], values: &[f64]) -> bool {
+    kept.len() == values.len() && kept.iter().zip(values).all(|(a, b)| *a == b.to_bits())
+}
+
+/// `kept` set to the bits of `values`, in its storage.
+fn set_bits(kept: &mut Vec<u64>, values: &[f64]) {
+    kept.clear();
+    kept.extend(values.iter().map(|v| v.to_bits()));
+}
+
 impl FactorCache {
     /// Patterns kept.
     const CAPACITY: usize = 4;
@@ -161,9 +184,7 @@ impl FactorCache {
                 && e.columns == columns
                 && match (&e.covering, covering) {
                     (None, None) => true,
-                    (Some(a), Some(b)) => {
-                        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| *x == y.to_bits())
-                    }
+                    (Some(kept), Some(d)) => same_bits(kept, d),
                     _ => false,
                 }
         })?;
@@ -179,31 +200,20 @@ impl FactorCache {
         covering: Option<&[f64]>,
         lu: &Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
     ) {
-        let mut entry = if self.blocks.len() >= Self::NUMERIC {
-            match self.blocks.pop() {
-                Some(entry) => entry,
-                None => return,
-            }
-        } else {
-            BlockEntry {
-                operator: 0,
-                rows: Vec::new(),
-                columns: Vec::new(),
-                covering: None,
-                lu: Arc::clone(lu),
-            }
-        };
+        let mut entry = recycled(&mut self.blocks, Self::NUMERIC, || BlockEntry {
+            operator: 0,
+            rows: Vec::new(),
+            columns: Vec::new(),
+            covering: None,
+            lu: Arc::clone(lu),
+        });
         entry.operator = self.operator;
         entry.rows.clear();
         entry.rows.extend_from_slice(rows);
         entry.columns.clear();
         entry.columns.extend_from_slice(columns);
         match covering {
-            Some(d) => {
-                let kept = entry.covering.get_or_insert_with(Vec::new);
-                kept.clear();
-                kept.extend(d.iter().map(|x| x.to_bits()));
-            }
+            Some(d) => set_bits(entry.covering.get_or_insert_with(Vec::new), d),
             None => entry.covering = None,
         }
         entry.lu = Arc::clone(lu);
@@ -219,11 +229,7 @@ impl FactorCache {
     ) -> Option<Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>> {
         let pattern = matrix.symbolic();
         let values = matrix.val();
-        let same = |e: &NumericEntry| {
-            e.pattern.is(pattern)
-                && e.values.len() == values.len()
-                && e.values.iter().zip(values).all(|(a, b)| *a == b.to_bits())
-        };
+        let same = |e: &NumericEntry| e.pattern.is(pattern) && same_bits(&e.values, values);
         if let Some(i) = self.numeric.iter().position(same) {
             to_front(&mut self.numeric, i);
             return Some(Arc::clone(&self.numeric[0].lu));
@@ -233,18 +239,13 @@ impl FactorCache {
             faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
                 .ok()?,
         );
-        let mut entry = if self.numeric.len() >= Self::NUMERIC {
-            self.numeric.pop()?
-        } else {
-            NumericEntry {
-                pattern: Pattern::default(),
-                values: Vec::new(),
-                lu: Arc::clone(&lu),
-            }
-        };
+        let mut entry = recycled(&mut self.numeric, Self::NUMERIC, || NumericEntry {
+            pattern: Pattern::default(),
+            values: Vec::new(),
+            lu: Arc::clone(&lu),
+        });
         entry.pattern.set(pattern);
-        entry.values.clear();
-        entry.values.extend(values.iter().map(|v| v.to_bits()));
+        set_bits(&mut entry.values, values);
         entry.lu = Arc::clone(&lu);
         self.numeric.insert(0, entry);
         Some(lu)
@@ -260,14 +261,10 @@ impl FactorCache {
             return Some(self.entries[0].symbolic.clone());
         }
         let symbolic = faer::sparse::linalg::solvers::SymbolicLu::try_new(pattern).ok()?;
-        let mut entry = if self.entries.len() >= Self::CAPACITY {
-            self.entries.pop()?
-        } else {
-            SymbolicEntry {
-                pattern: Pattern::default(),
-                symbolic: symbolic.clone(),
-            }
-        };
+        let mut entry = recycled(&mut self.entries, Self::CAPACITY, || SymbolicEntry {
+            pattern: Pattern::default(),
+            symbolic: symbolic.clone(),
+        });
         entry.pattern.set(pattern);
         entry.symbolic = symbolic.clone();
         self.entries.insert(0, entry);

@@ -1390,7 +1390,8 @@ const DRIFT_SAME: f64 = 1e-3;
 /// the walk bending slightly); with periods up to 8, at t = 0.765 s.
 #[derive(Default)]
 struct Drift {
-    /// The latest iterates, most recent first (at most 2p + 1).
+    /// The latest iterates, most recent first (at most 2 [`DRIFT_PERIOD`] +
+    /// 1), each every contact's k + 2 numbers, inactive ones zero.
     history: Vec<Vec<f64>>,
     /// Sweeps in a row that showed a drift.
     repeats: usize,
@@ -1420,9 +1421,6 @@ impl Drift {
                 now.extend(std::iter::repeat_n(0.0, l.k + 2));
             }
         }
-        if self.history.first().is_some_and(|h| h.len() != now.len()) {
-            self.clear();
-        }
         self.history.insert(0, now);
         let h = &self.history;
         let found = (1..=DRIFT_PERIOD)
@@ -1443,9 +1441,9 @@ impl Drift {
 
     /// Moves the impulses along `step` (a drift per period) as far as every
     /// impulse, λ and μc_n − Σβ stays non-negative, and the velocity with
-    /// them. Components that change by less than 10⁻⁶ of the step's
-    /// largest are rounding, not drift, and do not bound the move. Returns
-    /// whether it moved (by more than one period).
+    /// them, when that is more than one period. Components that change by
+    /// less than 10⁻⁶ of the step's largest are rounding, not drift, and do
+    /// not bound the move.
     fn jump(
         &mut self,
         step: &[f64],
@@ -1454,7 +1452,7 @@ impl Drift {
         mu: &[f64],
         w: &[f64],
         velocity: &mut DVector<f64>,
-    ) -> bool {
+    ) {
         let size = step.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
         let floor = 1e-6 * size;
         let mut t = f64::INFINITY;
@@ -1477,7 +1475,7 @@ impl Drift {
         }
         self.clear();
         if !(t.is_finite() && t > 1.0) {
-            return false;
+            return;
         }
         let mut offset = 0;
         let mut moved = Vec::new();
@@ -1494,7 +1492,6 @@ impl Drift {
             add_impulse(&c.jacobian, &moved, 1.0, w, velocity);
             offset += width;
         }
-        true
     }
 }
 
