@@ -87,22 +87,64 @@ fn flags_the_stepper_or_scene_cannot_use_are_errors() {
 
 #[test]
 fn dumped_step_lcps_replay_with_the_lcp_command() {
-    let dir = temp_dir("dump");
-    let csv = dir.join("balls.csv");
-    let dump = dir.join("lcps");
+    // Lemke's LCPs, and the same LCP (29) NSGS solves on the pyramid and,
+    // in the plane, on the two-direction law.
+    let pyramid = [
+        "--solver",
+        "nsgs",
+        "--cone",
+        "pyramid",
+        "--tolerance",
+        "1e-10",
+    ];
+    for (name, scene, solver) in [
+        ("lemke", "scenes/four_balls.ron", &[][..]),
+        ("nsgs", "scenes/four_balls.ron", &pyramid[..]),
+        ("plane", "scenes/rod.ron", &pyramid[..2]),
+    ] {
+        dumped_lcps_replay(name, scene, solver);
+    }
+    // On the circular cone in space NSGS solves no LCP: a one-line refusal.
+    let dir = temp_dir("dump-circular");
     let out = contactlab(&[
         "run",
         "scenes/four_balls.ron",
+        "--csv",
+        dir.join("x.csv").to_str().expect("utf-8"),
+        "--solver",
+        "nsgs",
+        "--dump-lcp",
+        dir.join("lcps").to_str().expect("utf-8"),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
+    assert!(
+        err.contains("circular cone in space solves no LCP"),
+        "{err}"
+    );
+    assert!(!dir.join("lcps").exists(), "nothing written");
+}
+
+fn dumped_lcps_replay(name: &str, scene: &str, solver: &[&str]) {
+    let dir = temp_dir(&format!("dump-{name}"));
+    let csv = dir.join("out.csv");
+    let dump = dir.join("lcps");
+    let mut args = vec![
+        "run",
+        scene,
         "--duration",
         "0.5",
         "--csv",
         csv.to_str().expect("utf-8"),
         "--dump-lcp",
         dump.to_str().expect("utf-8"),
-    ]);
+    ];
+    args.extend(solver);
+    let out = contactlab(&args);
     assert!(
         out.status.success(),
-        "{}",
+        "{name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dump)
@@ -110,7 +152,7 @@ fn dumped_step_lcps_replay_with_the_lcp_command() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 200, "one file per step");
+    assert_eq!(files.len(), 200, "{name}: one file per step");
     let last = files
         .last()
         .expect("files")
@@ -118,9 +160,9 @@ fn dumped_step_lcps_replay_with_the_lcp_command() {
         .expect("utf-8")
         .to_owned();
     let out = contactlab(&["lcp", &last]);
-    assert!(out.status.success());
+    assert!(out.status.success(), "{name}");
     let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(line.starts_with("step_000200.dat n="), "{line}");
+    assert!(line.starts_with("step_000200.dat n="), "{name}: {line}");
     assert!(line.contains(" status=Solved pivots="), "{line}");
     let residual: f64 = line
         .rsplit("residual=")

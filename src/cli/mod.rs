@@ -96,7 +96,9 @@ pub struct RunArgs {
     /// Where the CSV goes.
     #[arg(long)]
     pub csv: PathBuf,
-    /// Write every step's LCP to this directory in the Siconos `.dat` format.
+    /// Write every step's LCP to this directory in the Siconos `.dat` format
+    /// (with NSGS: on the pyramid or in the plane; the circular cone in space
+    /// solves no LCP).
     #[arg(long)]
     pub dump_lcp: Option<PathBuf>,
     /// Refuse a run of more steps than this (duration / h).

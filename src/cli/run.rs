@@ -15,7 +15,7 @@ use super::progress::Progress;
 use super::{Overrides, RunArgs};
 use crate::interrupt;
 use crate::lcp::{LcpStatus, siconos};
-use crate::params::Params;
+use crate::params::{FrictionCone, Params, SolverKind};
 use crate::scene::{self, Scene};
 use crate::sim::Simulation;
 
@@ -53,6 +53,16 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let rows = limits::csv_rows(total, args.every);
     limits::check_csv_size(header.len(), first.len(), rows, args.max_csv_size)?;
     if let Some(dir) = &args.dump_lcp {
+        if sim.params.solver == SolverKind::Nsgs
+            && sim.params.cone() == FrictionCone::Circular
+            && !sim.model().is_planar()
+        {
+            return Err(
+                "--dump-lcp: NSGS on the circular cone in space solves no LCP; \
+                        add --cone pyramid to keep the LCP (29) it solves"
+                    .to_owned(),
+            );
+        }
         std::fs::create_dir_all(dir).map_err(|e| format!("--dump-lcp {}: {e}", dir.display()))?;
         sim.set_record_lcp(true);
     }

@@ -696,6 +696,9 @@ impl ContactSolver {
     ) -> ContactSolution {
         let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
         self.sweeps += solved.sweeps;
+        // The LCP (29) over the contacts that took part, when NSGS solved one.
+        let lcp = (self.keep_lcp && nsgs::solves_lcp(problem, &limits))
+            .then(|| dense::taking_part_lcp(problem, solved.active.as_deref()));
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
@@ -740,7 +743,7 @@ impl ContactSolver {
             largest_island: layout.size(),
             reused: 0,
             sweeps: solved.sweeps,
-            lcp: None,
+            lcp,
             active: solved.active,
         }
     }

@@ -46,6 +46,48 @@ fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
     lcp
 }
 
+/// The LCP (29) over the contacts of `problem` that took part in a solve
+/// (`active[j]`, in their order; all of them when `None`): what NSGS solved,
+/// kept for `--dump-lcp` and for comparing it with Lemke on the same LCP.
+pub(super) fn taking_part_lcp(problem: &ContactProblem<'_>, active: Option<&[bool]>) -> Lcp {
+    let Some(active) = active else {
+        return whole_lcp(
+            problem,
+            &Impulses::new(problem.contacts, problem.map, problem.dof),
+        );
+    };
+    let mut contacts = Vec::new();
+    let (mut normal_terms, mut friction_terms, mut mu) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first = 0;
+    for (j, (c, &on)) in problem.contacts.iter().zip(active).enumerate() {
+        let k = c.jacobian.friction_count();
+        if on {
+            contacts.push(*c);
+            normal_terms.push(problem.normal_terms[j]);
+            mu.push(problem.mu[j]);
+            if let Some(terms) = problem.friction_terms.get(first..first + k) {
+                friction_terms.extend_from_slice(terms);
+            }
+        }
+        first += k;
+    }
+    let taking_part = ContactProblem {
+        contacts: &contacts,
+        map: problem.map,
+        dof: problem.dof,
+        free: problem.free,
+        normal_terms: &normal_terms,
+        friction_terms: &friction_terms,
+        relaxed_normal_terms: None,
+        mu: &mu,
+        activation: None,
+    };
+    whole_lcp(
+        &taking_part,
+        &Impulses::new(&contacts, problem.map, problem.dof),
+    )
+}
+
 /// How a [`solve_regularized`] call ended: the solution, the LCP it solves
 /// when a fallback produced it, and the ladder level that solved it (0: the
 /// problem itself; i: the i-th regularization), to start the next step at.
