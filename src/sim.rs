@@ -169,7 +169,14 @@ impl Simulation {
 
     /// Keep each step's final LCP in its report (for dumping).
     pub fn set_record_lcp(&mut self, on: bool) {
-        self.stepper.set_keep_lcp(on);
+        self.stepper.set_keep_lcp(on.then_some(usize::MAX));
+    }
+
+    /// Keep each step's final LCP in its report when it has at most `most`
+    /// unknowns: the dense matrix of a larger one is not even built (the
+    /// 5,000-grain silo's would take 2.8 GB a step).
+    pub fn set_record_lcp_up_to(&mut self, most: usize) {
+        self.stepper.set_keep_lcp(Some(most));
     }
 
     /// Checks the live parameters against the model.

@@ -126,6 +126,43 @@ fn dumped_step_lcps_replay_with_the_lcp_command() {
     assert!(!dir.join("lcps").exists(), "nothing written");
 }
 
+#[test]
+fn a_dump_stops_at_an_lcp_beyond_its_size_limit() {
+    // The pile's LCPs pass 100 unknowns at step 13 (110, as the lowest
+    // layer lands); the 12 before it are written and replay.
+    let dir = temp_dir("dump-limit");
+    let dump = dir.join("lcps");
+    let out = contactlab(&[
+        "run",
+        "scenes/pile.ron",
+        "--duration",
+        "0.5",
+        "--csv",
+        dir.join("pile.csv").to_str().expect("utf-8"),
+        "--dump-lcp",
+        dump.to_str().expect("utf-8"),
+        "--max-dump-size",
+        "100",
+    ]);
+    assert!(!out.status.success(), "the limit stops the run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
+    assert!(err.contains("more than --max-dump-size 100"), "{err}");
+    let step: usize = err
+        .split("step ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the step is named");
+    let written = std::fs::read_dir(&dump).expect("dump dir").count();
+    assert_eq!(written, step - 1, "every step before it is written: {err}");
+    for i in 1..step {
+        let file = dump.join(format!("step_{i:06}.dat"));
+        let out = contactlab(&["lcp", file.to_str().expect("utf-8")]);
+        assert!(out.status.success(), "step {i} replays");
+    }
+}
+
 fn dumped_lcps_replay(name: &str, scene: &str, solver: &[&str]) {
     let dir = temp_dir(&format!("dump-{name}"));
     let csv = dir.join("out.csv");

@@ -101,6 +101,10 @@ pub struct RunArgs {
     /// solves no LCP).
     #[arg(long)]
     pub dump_lcp: Option<PathBuf>,
+    /// Stop a `--dump-lcp` run at a step whose LCP has more unknowns than
+    /// this (the default is what `contactlab lcp` reads without --max-size).
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_LCP_SIZE)]
+    pub max_dump_size: usize,
     /// Refuse a run of more steps than this (duration / h).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_STEPS)]
     pub max_steps: u64,

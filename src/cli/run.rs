@@ -64,7 +64,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             );
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("--dump-lcp {}: {e}", dir.display()))?;
-        sim.set_record_lcp(true);
+        sim.set_record_lcp_up_to(args.max_dump_size);
     }
     interrupt::install()?;
     let mut out = CsvOutput::create(&args.csv, args.max_csv_size)?;
@@ -110,6 +110,19 @@ fn take_step(
         Ok(report) => report.status,
         Err(e) => return Err(format!("{}: {e}", at(sim))),
     };
+    if let (Some(_), Some(report)) = (&args.dump_lcp, &sim.last)
+        && report.lcp.is_none()
+        && report.lcp_size > args.max_dump_size
+    {
+        return Err(format!(
+            "{}: --dump-lcp: its LCP has {} unknowns, more than --max-dump-size {} \
+             (raise it, and `contactlab lcp --max-size` with it); the files of the steps \
+             before it are written",
+            at(sim),
+            report.lcp_size,
+            args.max_dump_size
+        ));
+    }
     if let (Some(dir), Some(report)) = (&args.dump_lcp, &sim.last)
         && let Some(lcp) = &report.lcp
     {

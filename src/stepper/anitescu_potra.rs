@@ -406,7 +406,7 @@ pub fn solve_velocity(
 ) -> ContactSolution {
     let settings = StepSettings::default();
     let mut parts = Detached::default();
-    parts.solver.keep_lcp = record_lcp;
+    parts.solver.keep_lcp = record_lcp.then_some(usize::MAX);
     let mut step = parts.step(model, params, state, &settings);
     let mut mixed = Mixed {
         model,

@@ -103,7 +103,7 @@ pub struct Stepper {
     memory: StepperMemory,
     /// Tolerances and limits.
     pub settings: StepSettings,
-    keep_lcp: bool,
+    keep_lcp: Option<usize>,
     workspace: Arc<Mutex<Workspace>>,
 }
 
@@ -252,13 +252,14 @@ impl Stepper {
         self.memory = StepperMemory::cold(self.memory.scheme);
     }
 
-    /// Keep each step's final LCP in its report (for `--dump-lcp`).
-    pub fn set_keep_lcp(&mut self, on: bool) {
-        self.keep_lcp = on;
+    /// Keep each step's final LCP in its report when it has at most `most`
+    /// unknowns (for `--dump-lcp`); `None`: keep none.
+    pub fn set_keep_lcp(&mut self, most: Option<usize>) {
+        self.keep_lcp = most;
     }
 
-    /// Whether each step's final LCP is kept.
-    pub fn keeps_lcp(&self) -> bool {
+    /// The largest LCP a step keeps, if it keeps any.
+    pub fn keeps_lcp(&self) -> Option<usize> {
         self.keep_lcp
     }
 

@@ -557,9 +557,10 @@ pub struct ContactSolver {
     levels: HashMap<usize, usize>,
     /// The level that solved the last dense LCP.
     dense_level: usize,
-    /// Keep each solve's LCP (for `--dump-lcp`).
+    /// Keep each solve's LCP when it has at most this many unknowns (for
+    /// `--dump-lcp`); `None`: keep none.
     #[serde(skip)]
-    pub keep_lcp: bool,
+    pub keep_lcp: Option<usize>,
     /// Solve by NSGS within these limits instead of Lemke (rigid bodies,
     /// block-diagonal W); set from the parameters each step.
     #[serde(skip)]
@@ -637,6 +638,11 @@ impl ContactSolver {
         self.sweeps = 0;
     }
 
+    /// Whether a solve keeps its LCP of `size` unknowns ([`Self::keep_lcp`]).
+    fn keeps(&self, size: usize) -> bool {
+        self.keep_lcp.is_some_and(|most| size <= most)
+    }
+
     /// NSGS sweeps since [`Self::begin_step`].
     pub fn sweeps(&self) -> usize {
         self.sweeps
@@ -696,9 +702,6 @@ impl ContactSolver {
     ) -> ContactSolution {
         let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
         self.sweeps += solved.sweeps;
-        // The LCP (29) over the contacts that took part, when NSGS solved one.
-        let lcp = (self.keep_lcp && nsgs::solves_lcp(problem, &limits))
-            .then(|| dense::taking_part_lcp(problem, solved.active.as_deref()));
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status == LcpStatus::Solved {
@@ -730,6 +733,9 @@ impl ContactSolver {
                 .map(|(c, _)| c.jacobian.friction_count() + 2)
                 .sum()
         });
+        // The LCP (29) over the contacts that took part, when NSGS solved one.
+        let lcp = (self.keeps(lcp_size) && nsgs::solves_lcp(problem, &limits))
+            .then(|| dense::taking_part_lcp(problem, solved.active.as_deref()));
         ContactSolution {
             status: solved.status,
             residual: solved.residual,
@@ -813,7 +819,7 @@ impl ContactSolver {
             largest_island: 0,
             reused: 0,
             sweeps: 0,
-            lcp: self.keep_lcp.then(|| Lcp {
+            lcp: self.keeps(size).then(|| Lcp {
                 m: DMatrix::zeros(size, size),
                 q: DVector::zeros(size),
             }),

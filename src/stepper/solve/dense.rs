@@ -297,7 +297,9 @@ impl ContactSolver {
             largest_island: layout.size(),
             reused: 0,
             sweeps: 0,
-            lcp: self.keep_lcp.then(|| regularized.fallback.unwrap_or(lcp)),
+            lcp: self
+                .keeps(layout.size())
+                .then(|| regularized.fallback.unwrap_or(lcp)),
             active: None,
         }
     }
@@ -473,7 +475,7 @@ impl ContactSolver {
             unrefined[i] = solution.z[i];
         }
         let velocity = problem.free + impulses.velocity_change(&unrefined) + polished_change;
-        let kept = self.keep_lcp.then(|| whole_lcp(problem, impulses));
+        let kept = self.keeps(n).then(|| whole_lcp(problem, impulses));
         ContactSolution {
             status: solution.status,
             residual: solution.residual,
@@ -570,7 +572,7 @@ impl ContactSolver {
             reused: 0,
             sweeps: 0,
             active: None,
-            lcp: self.keep_lcp.then_some(problem.lcp),
+            lcp: self.keeps(size).then_some(problem.lcp),
         }
     }
 }
