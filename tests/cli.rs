@@ -17,6 +17,16 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Asserts that `out` is a failure with a one-line reason containing
+/// `needle`, and returns the reason.
+fn one_line_refusal(out: &std::process::Output, needle: &str) -> String {
+    assert!(!out.status.success(), "must fail ({needle})");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
+    assert!(err.contains(needle), "{err}");
+    err
+}
+
 #[test]
 fn run_writes_the_documented_csv() {
     let dir = temp_dir("run");
@@ -74,11 +84,7 @@ fn flags_the_stepper_or_scene_cannot_use_are_errors() {
     ] {
         let mut all = vec!["run", "scenes/rod.ron", "--csv", csv];
         all.extend(args.iter());
-        let out = contactlab(&all);
-        assert!(!out.status.success(), "{args:?} must fail");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        one_line_refusal(&contactlab(&all), needle);
     }
     let out = contactlab(&["run", "scenes/missing.ron", "--csv", csv]);
     assert!(!out.status.success());
@@ -116,13 +122,7 @@ fn dumped_step_lcps_replay_with_the_lcp_command() {
         "--dump-lcp",
         dir.join("lcps").to_str().expect("utf-8"),
     ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
-    assert!(
-        err.contains("circular cone in space solves no LCP"),
-        "{err}"
-    );
+    one_line_refusal(&out, "circular cone in space solves no LCP");
     assert!(!dir.join("lcps").exists(), "nothing written");
 }
 
@@ -144,10 +144,7 @@ fn a_dump_stops_at_an_lcp_beyond_its_size_limit() {
         "--max-dump-size",
         "100",
     ]);
-    assert!(!out.status.success(), "the limit stops the run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
-    assert!(err.contains("more than --max-dump-size 100"), "{err}");
+    let err = one_line_refusal(&out, "more than --max-dump-size 100");
     let step: usize = err
         .split("step ")
         .nth(1)

@@ -110,29 +110,29 @@ fn take_step(
         Ok(report) => report.status,
         Err(e) => return Err(format!("{}: {e}", at(sim))),
     };
-    if let (Some(_), Some(report)) = (&args.dump_lcp, &sim.last)
-        && report.lcp.is_none()
-        && report.lcp_size > args.max_dump_size
-    {
-        return Err(format!(
-            "{}: --dump-lcp: its LCP has {} unknowns, more than --max-dump-size {} \
-             (raise it, and `contactlab lcp --max-size` with it); the files of the steps \
-             before it are written",
-            at(sim),
-            report.lcp_size,
-            args.max_dump_size
-        ));
-    }
-    if let (Some(dir), Some(report)) = (&args.dump_lcp, &sim.last)
-        && let Some(lcp) = &report.lcp
-    {
-        let path = dir.join(format!("step_{step:06}.dat"));
-        let comment = format!(
-            "contactlab step {step}, t = {} s, scene {}",
-            report.t,
-            sim.scene.path.display()
-        );
-        siconos::write(lcp, &path, &comment).map_err(|e| format!("{}: {e}", at(sim)))?;
+    if let (Some(dir), Some(report)) = (&args.dump_lcp, &sim.last) {
+        match &report.lcp {
+            Some(lcp) => {
+                let path = dir.join(format!("step_{step:06}.dat"));
+                let comment = format!(
+                    "contactlab step {step}, t = {} s, scene {}",
+                    report.t,
+                    sim.scene.path.display()
+                );
+                siconos::write(lcp, &path, &comment).map_err(|e| format!("{}: {e}", at(sim)))?;
+            }
+            None if report.lcp_size > args.max_dump_size => {
+                return Err(format!(
+                    "{}: --dump-lcp: its LCP has {} unknowns, more than --max-dump-size {} \
+                     (raise it, and `contactlab lcp --max-size` with it); the files of the \
+                     steps before it are written",
+                    at(sim),
+                    report.lcp_size,
+                    args.max_dump_size
+                ));
+            }
+            None => {}
+        }
     }
     if status != LcpStatus::Solved {
         return Err(sim

@@ -358,31 +358,33 @@ pub fn solve(
     limits: NsgsLimits,
     workspace: &mut Workspace,
 ) -> NsgsSolution {
-    let planar = all_directions(problem, 2);
-    if limits.circular && (planar || all_directions(problem, CIRCULAR_CONE_DIRECTIONS)) {
-        solve_cone(problem, w, warm, limits, workspace, planar)
-    } else {
-        solve_pyramid(problem, w, warm, limits, workspace)
+    match cone_law(problem, &limits) {
+        Some(planar) => solve_cone(problem, w, warm, limits, workspace, planar),
+        None => solve_pyramid(problem, w, warm, limits, workspace),
     }
 }
 
-/// Whether every contact of `problem` has k friction directions.
-fn all_directions(problem: &ContactProblem<'_>, k: usize) -> bool {
-    problem
-        .contacts
-        .iter()
-        .all(|c| c.jacobian.friction_count() == k)
+/// Whether [`solve`] takes the circular cone's local law, and if so whether
+/// in the plane (`Some(planar)`), or the pyramid's (`None`). In the plane
+/// (the pair ±t) the circular cone's law is the two-direction law itself:
+/// the same exact local solver, with a decoupled second tangent that
+/// carries no impulse.
+fn cone_law(problem: &ContactProblem<'_>, limits: &NsgsLimits) -> Option<bool> {
+    let all = |k: usize| {
+        problem
+            .contacts
+            .iter()
+            .all(|c| c.jacobian.friction_count() == k)
+    };
+    let planar = all(2);
+    (limits.circular && (planar || all(CIRCULAR_CONE_DIRECTIONS))).then_some(planar)
 }
 
-/// Whether [`solve`] solves the LCP (29) of `problem`: on the pyramid, and in
-/// the plane, where the circular cone's law is the two-direction law itself
-/// (the pair ±t; the same exact local solver, with a decoupled second
-/// tangent that carries no impulse). On the circular cone in space it
-/// solves no LCP.
+/// Whether [`solve`] solves the LCP (29) of `problem`: on the pyramid, and
+/// in the plane (see [`cone_law`]). On the circular cone in space it solves
+/// no LCP.
 pub fn solves_lcp(problem: &ContactProblem<'_>, limits: &NsgsLimits) -> bool {
-    !limits.circular
-        || all_directions(problem, 2)
-        || !all_directions(problem, CIRCULAR_CONE_DIRECTIONS)
+    cone_law(problem, limits) != Some(false)
 }
 
 /// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact; in the plane

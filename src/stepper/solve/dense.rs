@@ -50,18 +50,12 @@ fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
 /// (`active[j]`, in their order; all of them when `None`): what NSGS solved,
 /// kept for `--dump-lcp` and for comparing it with Lemke on the same LCP.
 pub(super) fn taking_part_lcp(problem: &ContactProblem<'_>, active: Option<&[bool]>) -> Lcp {
-    let Some(active) = active else {
-        return whole_lcp(
-            problem,
-            &Impulses::new(problem.contacts, problem.map, problem.dof),
-        );
-    };
     let mut contacts = Vec::new();
     let (mut normal_terms, mut friction_terms, mut mu) = (Vec::new(), Vec::new(), Vec::new());
     let mut first = 0;
-    for (j, (c, &on)) in problem.contacts.iter().zip(active).enumerate() {
+    for (j, c) in problem.contacts.iter().enumerate() {
         let k = c.jacobian.friction_count();
-        if on {
+        if active.is_none_or(|a| a[j]) {
             contacts.push(*c);
             normal_terms.push(problem.normal_terms[j]);
             mu.push(problem.mu[j]);
