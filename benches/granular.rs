@@ -10,13 +10,19 @@
 //! time per step against N (least squares on log–log). Criterion then times
 //! single steps of each silo where its run ended.
 //!
+//! The runs are deterministic, but this 2-core virtual machine is not: the
+//! time of one run of the 1,000-grain silo moves by a third between runs
+//! minutes apart. So every size is run `CONTACTLAB_GRANULAR_RUNS` times
+//! (default 3), the sizes taking turns, and a row reports the median run,
+//! with every run's time beside it; the exponent is fitted to the medians.
+//!
 //! `CONTACTLAB_GRANULAR_SIZES=500,1000` picks the sizes (default 500, 1000,
 //! 2000, 5000); `CONTACTLAB_GRANULAR_THREADS=1` runs the steps on one
 //! thread (default 2, `StepSettings::threads`; the results are the same).
 
 mod common;
 
-use common::{Split, bench_step, env_or, env_sizes, growth_exponent};
+use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
 use contactlab::scene::granular;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -37,55 +43,90 @@ fn seconds() -> f64 {
     env_or("CONTACTLAB_GRANULAR_SECONDS", |&s: &f64| s > 0.0, 0.5)
 }
 
-/// One run from the release, after printing its row: the simulation where
-/// it ended and the mean seconds per step.
-fn run(n: usize, seconds: f64) -> (Simulation, f64) {
+fn runs() -> usize {
+    env_or("CONTACTLAB_GRANULAR_RUNS", |&r: &usize| r > 0, 3)
+}
+
+/// What one run from the release cost, and its sweeps.
+struct Run {
+    split: Split,
+    sweeps: usize,
+    max_sweeps: usize,
+}
+
+/// One run from the release: the simulation where it ended and what its
+/// steps cost.
+fn run(n: usize, seconds: f64) -> (Simulation, Run) {
     let scene = granular::silo(n).expect("generated silos load");
     let mut sim = Simulation::new(scene);
     sim.step_settings_mut().threads = threads();
     let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
-    let mut split = Split::default();
-    let (mut sweeps, mut max_sweeps) = (0usize, 0usize);
+    let mut run = Run {
+        split: Split::default(),
+        sweeps: 0,
+        max_sweeps: 0,
+    };
     for _ in 0..steps {
         match sim.step() {
             Ok(r) => {
-                split.add(r);
-                sweeps += r.sweeps;
-                max_sweeps = max_sweeps.max(r.sweeps);
+                run.split.add(r);
+                run.sweeps += r.sweeps;
+                run.max_sweeps = run.max_sweeps.max(r.sweeps);
             }
             Err(e) => panic!("silo {n}: {e}"),
         }
     }
+    (sim, run)
+}
+
+/// The row of silo `n`: the median of its `runs` (sorted by time a step),
+/// then every run's milliseconds a step.
+fn print_row(n: usize, dt: f64, runs: &[Run]) {
+    let Run {
+        split,
+        sweeps,
+        max_sweeps,
+    } = &runs[runs.len() / 2];
     let per_step = split.per_step();
+    let each: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{:.2}", r.split.per_step() * 1e3))
+        .collect();
     eprintln!(
-        "| {n} | {:.2} | {:.3} | {:.1} (max {max_sweeps}) | {:.0} | {:.0} / {:.0} % | {} |",
+        "| {n} | {:.2} | {:.3} | {:.1} (max {max_sweeps}) | {:.0} | {:.0} / {:.0} % | {} | {} |",
         per_step * 1e3,
-        sim.params.dt / per_step,
-        split.mean(sweeps),
+        dt / per_step,
+        split.mean(*sweeps),
         split.mean(split.lcp_size),
         split.percent(split.geometry),
         split.percent(split.lemke),
         split.unsolved,
+        each.join(", "),
     );
-    (sim, per_step)
 }
 
 fn bench(c: &mut Criterion) {
-    let seconds = seconds();
+    let (seconds, runs) = (seconds(), runs());
     eprintln!(
-        "silos from the release, {seconds} s simulated, moreau-jean, nsgs on the circular cone, h = 0.005 s, μ = 0.5, tolerance 1e-3, {} thread(s)",
+        "silos from the release, {seconds} s simulated, moreau-jean, nsgs on the circular cone, h = 0.005 s, μ = 0.5, tolerance 1e-3, {} thread(s); median of {runs} runs",
         threads()
     );
     eprintln!(
-        "| N | ms/step | real-time factor | sweeps/step | (29) unknowns | geometry / solve | unsolved steps |"
+        "| N | ms/step | real-time factor | sweeps/step | (29) unknowns | geometry / solve | unsolved steps | runs, ms/step |"
     );
-    eprintln!("|---|---|---|---|---|---|---|");
+    eprintln!("|---|---|---|---|---|---|---|---|");
+    let sizes = sizes();
+    let (measured, ended) = runs_by_size(
+        &sizes,
+        runs,
+        |n| run(n, seconds),
+        |r: &Run| r.split.per_step(),
+    );
+    let dt = ended.first().map_or(0.005, |(_, sim)| sim.params.dt);
     let mut points = Vec::new();
-    let mut ended = Vec::new();
-    for n in sizes() {
-        let (sim, per_step) = run(n, seconds);
-        points.push((n, per_step));
-        ended.push((n, sim));
+    for (runs, &n) in measured.iter().zip(&sizes) {
+        print_row(n, dt, runs);
+        points.push((n, runs[runs.len() / 2].split.per_step()));
     }
     match growth_exponent(&points, 0) {
         Some(p) => eprintln!("growth exponent of time per step over N: {p:.2}"),

@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{Split, bench_step, env_or, env_sizes, growth_exponent};
+use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
 use contactlab::scene::generate;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -86,23 +86,10 @@ fn bench(c: &mut Criterion) {
     );
     eprintln!("|---|---|---|---|---|---|---|---|");
     let sizes = sizes();
-    let mut measured: Vec<Vec<Split>> = sizes.iter().map(|_| Vec::new()).collect();
-    let mut settled = Vec::new();
-    let mut dt = 0.005;
-    for round in 0..runs {
-        for (k, &n) in sizes.iter().enumerate() {
-            let (sim, split) = run(n, seconds);
-            dt = sim.params.dt;
-            measured[k].push(split);
-            if round == 0 {
-                settled.push((n, sim));
-            }
-        }
-    }
+    let (measured, settled) = runs_by_size(&sizes, runs, |n| run(n, seconds), Split::per_step);
+    let dt = settled.first().map_or(0.005, |(_, sim)| sim.params.dt);
     let mut points = Vec::new();
-    for (k, &n) in sizes.iter().enumerate() {
-        let runs = &mut measured[k];
-        runs.sort_by(|a, b| a.per_step().total_cmp(&b.per_step()));
+    for (runs, &n) in measured.iter().zip(&sizes) {
         print_row(n, dt, runs);
         points.push((n, runs[runs.len() / 2].per_step()));
     }

@@ -142,3 +142,34 @@ pub fn env_sizes(name: &str, default: &[usize]) -> Vec<usize> {
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| default.to_vec())
 }
+
+/// Every size's runs, `runs` of each, the sizes taking turns: the runs are
+/// deterministic (every run of a size takes the same steps, bit for bit),
+/// but this 2-core virtual machine's speed comes and goes for minutes, and
+/// taking turns lets a slow minute fall on one run of several sizes rather
+/// than on every run of one. Returns each size's runs sorted by
+/// `per_step` (the median is the middle one), and the simulations where
+/// the first round's runs ended.
+#[allow(dead_code)] // not every benchmark runs sizes
+pub fn runs_by_size<R>(
+    sizes: &[usize],
+    runs: usize,
+    mut run: impl FnMut(usize) -> (Simulation, R),
+    per_step: impl Fn(&R) -> f64,
+) -> (Vec<Vec<R>>, Vec<(usize, Simulation)>) {
+    let mut measured: Vec<Vec<R>> = sizes.iter().map(|_| Vec::new()).collect();
+    let mut ended = Vec::new();
+    for round in 0..runs {
+        for (k, &n) in sizes.iter().enumerate() {
+            let (sim, result) = run(n);
+            measured[k].push(result);
+            if round == 0 {
+                ended.push((n, sim));
+            }
+        }
+    }
+    for runs in &mut measured {
+        runs.sort_by(|a, b| per_step(a).total_cmp(&per_step(b)));
+    }
+    (measured, ended)
+}
