@@ -8,7 +8,7 @@ use contactlab::geometry::Shape;
 use contactlab::model::rigid::{
     PARALLEL_BODIES, SweepSpace, candidate_pairs, candidate_pairs_into, world_box,
 };
-use contactlab::model::{BroadPhase, Dimension, Model};
+use contactlab::model::{BroadPhase, ContactId, Dimension, Margin, Model, Other};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use contactlab::stepper::assembly::Impulses;
@@ -96,6 +96,70 @@ fn the_broad_phase_finds_exactly_the_overlapping_pairs() {
         }
         assert!(found.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
     }
+}
+
+/// A search whose margin has a reach per body ([`Margin`]) finds, for each
+/// pair, exactly what a search with that pair's margin for every pair finds:
+/// the pile of 50 in its loose layers and landing, bodies given random
+/// reaches (some none), against the search at the widest margin filtered by
+/// each pair's own; both bodies' boxes are padded by their reach and the
+/// sweep pads nothing more.
+#[test]
+fn a_margin_per_body_finds_what_each_pairs_own_margin_finds() {
+    let mut rng = StdRng::seed_from_u64(31);
+    let mut sim = Simulation::new(scene::generate::pile(50).expect("generated pile"));
+    let mut compared = 0;
+    for round in 0..6 {
+        for _ in 0..20 {
+            sim.step().expect("the pile steps");
+        }
+        let model = sim.model();
+        let Model::Rigid(system) = model else {
+            unreachable!("a pile is rigid")
+        };
+        let q = &sim.state.q;
+        let fixed = rng.random_range(0.0..0.05);
+        let reach: Vec<f64> = (0..system.bodies.len())
+            .map(|_| {
+                if rng.random_bool(0.3) {
+                    0.0
+                } else {
+                    rng.random_range(0.0..0.4)
+                }
+            })
+            .collect();
+        let margin = Margin::with_reach(fixed, &reach);
+        let own = |id: &ContactId| match id.b {
+            Other::Body(j) => margin.pair(id.a, j),
+            _ => margin.body(id.a),
+        };
+        let mut found = Vec::new();
+        model.gaps_into(
+            q,
+            margin,
+            &mut found,
+            &mut BroadPhase::default(),
+            1 + round % 2,
+        );
+        let mut expected: Vec<(ContactId, f64)> = model
+            .gaps(q, margin.widest())
+            .into_iter()
+            .filter(|(id, gap)| *gap <= own(id))
+            .collect();
+        found.sort_by_key(|a| a.0);
+        expected.sort_by_key(|a| a.0);
+        assert_eq!(found.len(), expected.len(), "round {round}");
+        for ((a, ga), (b, gb)) in found.iter().zip(&expected) {
+            assert_eq!(a, b, "round {round}");
+            assert!(
+                (ga - gb).abs() <= 1e-12,
+                "round {round}: {a:?} gap {ga} against {gb}"
+            );
+            assert!(*ga <= own(a), "round {round}: {a:?} beyond its margin");
+        }
+        compared += found.len();
+    }
+    assert!(compared > 200, "{compared} contacts compared");
 }
 
 /// Grains in a tall column with a few walls and floors among them, as in a

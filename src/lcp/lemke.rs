@@ -672,6 +672,10 @@ trait Factor<M: LcpMatrix + ?Sized>: Sized {
     fn apply(&mut self, columns: &Columns<'_, M>, basis: &[Var], a: &[f64], out: &mut [f64]);
     /// Row r of B⁻¹, dense.
     fn row(&self, columns: &Columns<'_, M>, basis: &[Var], r: usize) -> Vec<f64>;
+    /// Rows `rs` of B⁻¹, dense, each as [`Factor::row`] gives it.
+    fn rows(&self, columns: &Columns<'_, M>, basis: &[Var], rs: &[usize]) -> Vec<Vec<f64>> {
+        rs.iter().map(|&r| self.row(columns, basis, r)).collect()
+    }
     /// Updates the factor for `var` replacing `basis[r]`, where `abar` = B⁻¹ a
     /// was the last [`Factor::apply`] (of var's column) and `basis` is the old
     /// basis.
@@ -1039,7 +1043,8 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         // Rows of B⁻¹ only for the tied rows.
         let rows: Vec<(usize, Vec<f64>)> = ties
             .iter()
-            .map(|&i| (i, self.factor.row(&self.columns, &self.basis, i)))
+            .copied()
+            .zip(self.factor.rows(&self.columns, &self.basis, &ties))
             .collect();
         let row_of = |i: usize| {
             &rows

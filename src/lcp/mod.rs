@@ -74,6 +74,18 @@ pub trait BlockSolver {
     fn solve(&self, b: &mut [f64]);
     /// b ← S⁻ᵀ b.
     fn solve_transpose(&self, b: &mut [f64]);
+    /// Each of the `count` columns of `b` (m × `count`, column-major) ←
+    /// S⁻ᵀ times it: one pass over a sparse factorization serves several
+    /// right-hand sides (the lexicographic ratio test's tied rows).
+    fn solve_transpose_columns(&self, b: &mut [f64], count: usize) {
+        if count == 0 {
+            return;
+        }
+        let m = b.len() / count;
+        for column in b.chunks_exact_mut(m) {
+            self.solve_transpose(column);
+        }
+    }
 }
 
 impl LcpMatrix for DMatrix<f64> {

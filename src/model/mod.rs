@@ -12,6 +12,7 @@ pub mod element;
 pub mod jacobian;
 pub mod joint;
 pub mod linear;
+pub mod margin;
 pub mod pair_memo;
 pub mod perturbation;
 pub mod reuse;
@@ -27,6 +28,7 @@ pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
+pub use margin::{Margin, Reaches};
 pub use perturbation::{Perturbation, PerturbationForce};
 pub use rigid::{Body, BodyHit, Dimension, HalfSpace, Load, RigidSystem};
 
@@ -388,11 +390,11 @@ impl Model {
 
     /// [`Self::contacts`] into `out` (its contents replaced, its storage
     /// reused), the narrow phase on up to `threads` (1 or 2) threads.
-    pub fn contacts_into(
+    pub fn contacts_into<'m>(
         &self,
         q: &DVector<f64>,
         edges: usize,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut ContactSet,
         threads: usize,
     ) {
@@ -403,21 +405,22 @@ impl Model {
     /// search ([`reuse`]); `sources` as [`RigidSystem::contacts_reusing`]
     /// gives them (a linear system computes every contact).
     #[allow(clippy::too_many_arguments)]
-    pub fn contacts_reusing(
+    pub fn contacts_reusing<'m>(
         &self,
         q: &DVector<f64>,
         edges: usize,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut ContactSet,
         threads: usize,
         reuse: Option<reuse::Reuse<'_, Contact>>,
         sources: &mut Vec<usize>,
     ) {
+        let margin = margin.into();
         match self {
             Self::Rigid(s) => s.contacts_reusing(q, edges, margin, out, threads, reuse, sources),
             Self::Linear(s) => {
                 out.clear();
-                for c in s.contacts(q, margin) {
+                for c in s.contacts(q, margin.widest()) {
                     out.push(c);
                 }
                 sources.clear();
@@ -430,19 +433,24 @@ impl Model {
 
     /// [`Self::gaps_into`], copying what `reuse` keeps from an earlier
     /// search ([`reuse`]).
-    pub fn gaps_reusing(
+    pub fn gaps_reusing<'m>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
         threads: usize,
         reuse: Option<reuse::Reuse<'_, (ContactId, f64)>>,
     ) {
+        let margin = margin.into();
         out.clear();
         match self {
             Self::Rigid(s) => s.gaps_reusing(q, margin, out, broad, threads, reuse),
-            Self::Linear(s) => out.extend(s.contacts(q, margin).into_iter().map(|c| (c.id, c.gap))),
+            Self::Linear(s) => out.extend(
+                s.contacts(q, margin.widest())
+                    .into_iter()
+                    .map(|c| (c.id, c.gap)),
+            ),
         }
     }
 
@@ -496,10 +504,10 @@ impl Model {
 
     /// [`Self::gaps`] into `out` (its contents replaced), with the broad
     /// phase's work space `broad`.
-    pub fn gaps_into(
+    pub fn gaps_into<'m>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
         threads: usize,

@@ -11,6 +11,7 @@
 
 use super::element::ForceElement;
 use super::joint::Joint;
+use super::margin::Margin;
 use super::pair_memo::{MemoLog, PairKey, PairMemo};
 use super::perturbation::{Perturbation, PerturbationForce};
 use super::reuse::{Cursor, Identified, Reuse};
@@ -188,20 +189,26 @@ impl RigidSystem {
     /// its centre's speed plus |ω| times its bounding radius, m/s.
     pub fn max_point_speed(&self, v: &DVector<f64>) -> f64 {
         (0..self.bodies.len())
-            .filter(|&i| !self.is_fixed(i))
-            .map(|i| {
-                let block = self.block(i);
-                let s = &v.as_slice()[block.start..block.start + block.len];
-                let (linear, angular) = match self.dimension {
-                    Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
-                    Dimension::Spatial => (
-                        Vector3::new(s[0], s[1], s[2]).norm(),
-                        Vector3::new(s[3], s[4], s[5]).norm(),
-                    ),
-                };
-                linear + angular * bounding_radius(&self.bodies[i].shape)
-            })
+            .map(|i| self.point_speed(v, i))
             .fold(0.0, f64::max)
+    }
+
+    /// The largest speed of any point of body i at velocities `v` (zero
+    /// for a fixed body), m/s.
+    pub fn point_speed(&self, v: &DVector<f64>, i: usize) -> f64 {
+        if self.is_fixed(i) {
+            return 0.0;
+        }
+        let block = self.block(i);
+        let s = &v.as_slice()[block.start..block.start + block.len];
+        let (linear, angular) = match self.dimension {
+            Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
+            Dimension::Spatial => (
+                Vector3::new(s[0], s[1], s[2]).norm(),
+                Vector3::new(s[3], s[4], s[5]).norm(),
+            ),
+        };
+        linear + angular * bounding_radius(&self.bodies[i].shape)
     }
 
     /// Whether body i is fixed in place.
@@ -669,11 +676,11 @@ impl RigidSystem {
     /// [`PARALLEL_PAIRS`] candidate pairs, the narrow phase and the
     /// Jacobians of the pairs' two halves are computed on two threads
     /// ([`crate::pair_thread`]); the contacts and their order are the same.
-    pub fn contacts_into(
+    pub fn contacts_into<'m>(
         &self,
         q: &DVector<f64>,
         edges: usize,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut ContactSet,
         threads: usize,
     ) {
@@ -686,16 +693,17 @@ impl RigidSystem {
     /// index in `reuse.previous`, or [`NOT_COPIED`] for one computed (left
     /// empty without `reuse`).
     #[allow(clippy::too_many_arguments)]
-    pub fn contacts_reusing(
+    pub fn contacts_reusing<'m>(
         &self,
         q: &DVector<f64>,
         edges: usize,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut ContactSet,
         threads: usize,
         reuse: Option<Reuse<'_, Contact>>,
         sources: &mut Vec<usize>,
     ) {
+        let margin = margin.into();
         out.clear();
         sources.clear();
         let previous: &[Contact] = reuse.map_or(&[], |r| r.previous);
@@ -777,10 +785,10 @@ impl RigidSystem {
     /// Jacobians and frames (what a stepper needs to check the end of a
     /// step), appended to `out`, with the broad phase's work space `broad`
     /// (the narrow phase on two threads as there).
-    pub fn gaps_into(
+    pub fn gaps_into<'m>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
         threads: usize,
@@ -791,15 +799,16 @@ impl RigidSystem {
     /// [`Self::gaps_into`], copying from `reuse.previous` the gaps of kept
     /// bodies' surface features and of pairs of two kept bodies
     /// ([`super::reuse`]).
-    pub fn gaps_reusing(
+    pub fn gaps_reusing<'m>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut Vec<(ContactId, f64)>,
         broad: &mut BroadPhase,
         threads: usize,
         reuse: Option<Reuse<'_, (ContactId, f64)>>,
     ) {
+        let margin = margin.into();
         let previous: &[(ContactId, f64)] = reuse.map_or(&[], |r| r.previous);
         let gap = |f: Found| match f {
             Found::Point(p) => (p.id, p.gap),
@@ -847,7 +856,7 @@ impl RigidSystem {
     fn visit_surfaces<T: Identified>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: Margin<'_>,
         reuse: Option<Reuse<'_, T>>,
         mut found: impl FnMut(Found),
     ) {
@@ -865,6 +874,7 @@ impl RigidSystem {
             let x = self.position(q, i);
             let r = self.rotation(q, i);
             let reach = bounding_radius(&body.shape);
+            let margin = margin.body(i);
             for (s, surface) in self.surfaces.iter().enumerate() {
                 if surface.normal.dot(&x) - surface.offset - reach > margin {
                     continue;
@@ -895,15 +905,31 @@ impl RigidSystem {
     }
 
     /// The candidate body pairs at q into `broad.pairs`.
-    fn broad_phase(&self, q: &DVector<f64>, margin: f64, broad: &mut BroadPhase, threads: usize) {
+    fn broad_phase(
+        &self,
+        q: &DVector<f64>,
+        margin: Margin<'_>,
+        broad: &mut BroadPhase,
+        threads: usize,
+    ) {
         broad.boxes.clear();
+        // A margin of one distance pads every box in the sweep; per-body
+        // reaches pad each box by its own ([`Margin::pad`]), and the sweep
+        // then pads nothing more.
+        let uniform = margin.is_uniform();
         broad.boxes.extend((0..self.bodies.len()).map(|i| {
-            world_box(
+            let (centre, half) = world_box(
                 &self.bodies[i].shape,
                 self.position(q, i),
                 &self.rotation(q, i),
-            )
+            );
+            if uniform {
+                (centre, half)
+            } else {
+                (centre, half.add_scalar(margin.pad(i)))
+            }
         }));
+        let margin = if uniform { margin.widest() } else { 0.0 };
         // The last sweep's pairs when its boxes cover these ([`LastSweep`]):
         // those whose boxes meet, the same list as a sweep's.
         let pad = 0.5 * margin.max(0.0);
@@ -940,7 +966,7 @@ impl RigidSystem {
     fn visit_pairs<T: Identified>(
         &self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: Margin<'_>,
         pairs: &[(usize, usize)],
         points: &mut Vec<PairContact>,
         mut memo: Option<(&PairMemo, &mut MemoLog)>,
@@ -966,7 +992,7 @@ impl RigidSystem {
             // one when the other is fixed.
             let (i, j) = if self.is_fixed(i) { (j, i) } else { (i, j) };
             let memo = memo.as_mut().map(|(memo, log)| (&**memo, &mut **log));
-            self.pair_contacts(q, i, j, margin, points, memo);
+            self.pair_contacts(q, i, j, margin.pair(i, j), points, memo);
             for pc in points.iter() {
                 let id = ContactId {
                     a: i,

@@ -1078,6 +1078,27 @@ impl BlockSolver for KktBlock {
     fn solve_transpose(&self, b: &mut [f64]) {
         self.solve_with(b, true);
     }
+
+    /// The columns together: faer's sparse triangular solves take up to
+    /// four right-hand sides per pass over the factors, each with the
+    /// operations of its own solve (the same result, bit for bit).
+    fn solve_transpose_columns(&self, b: &mut [f64], count: usize) {
+        use faer::linalg::solvers::Solve;
+        if count == 0 {
+            return;
+        }
+        let (m, rows) = (self.size, self.dof + self.size);
+        debug_assert_eq!(b.len(), m * count);
+        let mut rhs = vec![0.0; rows * count];
+        for (full, column) in rhs.chunks_exact_mut(rows).zip(b.chunks_exact(m)) {
+            full[self.dof..].copy_from_slice(column);
+        }
+        let mat = faer::MatMut::from_column_major_slice_mut(&mut rhs, rows, count);
+        self.lu.solve_transpose_in_place(mat);
+        for (full, column) in rhs.chunks_exact(rows).zip(b.chunks_exact_mut(m)) {
+            column.copy_from_slice(&full[self.dof..]);
+        }
+    }
 }
 
 impl LcpMatrix for ContactLcp<'_> {

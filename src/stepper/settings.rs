@@ -4,7 +4,7 @@
 //! are the schemes' own choices, with defaults that the tests and the papers'
 //! numbers rely on.
 
-use crate::model::Model;
+use crate::model::{Margin, Model, Reaches};
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub struct StepSettings {
     /// Contacts are looked for within `margin_fraction` of the largest body
-    /// size, plus what the bodies can close in two steps at their current speed.
+    /// size, plus what the bodies can close in two steps at their current
+    /// speed ([`Self::contact_margin`], [`Self::contact_reaches`]).
     pub margin_fraction: f64,
     /// Active-set rounds (Stewart–Trinkle §4) per fixed-point iteration: a
     /// contact found violated after a solve joins and the step is solved again.
@@ -172,10 +173,45 @@ impl Default for StepSettings {
 }
 
 impl StepSettings {
-    /// How far ahead contacts are looked for at velocity v, m.
+    /// How far ahead contacts are looked for at velocity v, m, one distance
+    /// for the scene: the static part ([`Self::static_margin`]) plus what
+    /// the fastest body can close in two steps, 2h·max|v|·max(L, 1).
     pub fn contact_margin(&self, model: &Model, v: &DVector<f64>, h: f64) -> f64 {
         let scale = model.length_scale();
         self.margin_fraction * scale + 2.0 * h * v.amax() * scale.max(1.0)
+    }
+
+    /// [`Self::contact_margin`] per body, as Stewart–Trinkle looks for its
+    /// contacts: the static part for every pair, plus what the body can
+    /// close in two steps, 2h·max|vᵢ|·max(L, 1) over its own velocities
+    /// (linear and angular), into `reaches` ([`Margin`]: a pair looks as far
+    /// as its faster body reaches, which is [`Self::contact_margin`] for the
+    /// fastest body's pairs and less for the others). A body struck during
+    /// the step can outrun its reach; Stewart–Trinkle checks the gaps at
+    /// each iterate's end point, where a penetration is found whatever the
+    /// margin, and its next fixed-point iteration searches again at the new
+    /// prediction, so the promise on the gaps does not rest on the margin.
+    /// Moreau–Jean and Anitescu–Potra keep one margin (Moreau–Jean's own,
+    /// from the fastest body's point speed: per pair, the silo's overlaps
+    /// were deeper, see the README, *A margin per pair*). A linear system,
+    /// which has no bodies, takes max|v| over all its velocities.
+    pub fn contact_reaches<'r>(
+        &self,
+        model: &Model,
+        v: &DVector<f64>,
+        h: f64,
+        reaches: &'r mut Reaches,
+    ) -> Margin<'r> {
+        let scale = model.length_scale();
+        let fixed = self.margin_fraction * scale;
+        match model {
+            Model::Rigid(s) => reaches.set(fixed, s.bodies.len(), |i| {
+                let b = s.block(i);
+                2.0 * h * v.rows(b.start, b.len).amax() * scale.max(1.0)
+            }),
+            Model::Linear(_) => reaches.set(self.contact_margin(model, v, h), 0, |_| 0.0),
+        }
+        reaches.margin()
     }
 
     /// The static part of [`Self::contact_margin`], m: how far from touching

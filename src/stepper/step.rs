@@ -10,7 +10,7 @@ use super::settings::StepSettings;
 use super::solve::{ContactProblem, ContactSolution, ContactSolver, PlanarSolve, SolveBuffers};
 use super::warm::Form;
 use crate::model::reuse::Reuse;
-use crate::model::{BroadPhase, Contact, ContactId, ContactSet, MassInverse, Model, State};
+use crate::model::{BroadPhase, Contact, ContactId, ContactSet, Margin, MassInverse, Model, State};
 use crate::params::Params;
 use nalgebra::DVector;
 use std::any::Any;
@@ -112,13 +112,23 @@ pub struct Geometry<'a> {
 impl Geometry<'_> {
     /// The potential contacts at q within `margin` (m), with the step's
     /// friction directions, into `out`.
-    pub fn contacts(&mut self, q: &DVector<f64>, margin: f64, out: &mut ContactSet) {
+    pub fn contacts<'m>(
+        &mut self,
+        q: &DVector<f64>,
+        margin: impl Into<Margin<'m>>,
+        out: &mut ContactSet,
+    ) {
         self.contacts_reusing(q, margin, out, None, &mut Vec::new());
     }
 
     /// The identities and gaps of [`Self::contacts`], without Jacobians,
     /// into `out`.
-    pub fn gaps(&mut self, q: &DVector<f64>, margin: f64, out: &mut Vec<(ContactId, f64)>) {
+    pub fn gaps<'m>(
+        &mut self,
+        q: &DVector<f64>,
+        margin: impl Into<Margin<'m>>,
+        out: &mut Vec<(ContactId, f64)>,
+    ) {
         self.gaps_reusing(q, margin, out, None);
     }
 
@@ -126,10 +136,10 @@ impl Geometry<'_> {
     /// of this step at the same margin) the contacts of bodies that `reuse`
     /// keeps ([`crate::model::reuse`]); `sources` names each contact's
     /// index there, or [`crate::model::rigid::NOT_COPIED`].
-    pub fn contacts_reusing(
+    pub fn contacts_reusing<'m>(
         &mut self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut ContactSet,
         reuse: Option<Reuse<'_, Contact>>,
         sources: &mut Vec<usize>,
@@ -147,10 +157,10 @@ impl Geometry<'_> {
 
     /// [`Self::gaps`], copying from `reuse.previous` (an earlier search of
     /// this step at the same margin) the gaps of bodies that `reuse` keeps.
-    pub fn gaps_reusing(
+    pub fn gaps_reusing<'m>(
         &mut self,
         q: &DVector<f64>,
-        margin: f64,
+        margin: impl Into<Margin<'m>>,
         out: &mut Vec<(ContactId, f64)>,
         reuse: Option<Reuse<'_, (ContactId, f64)>>,
     ) {

@@ -27,7 +27,7 @@ use super::step::{Solver, Step};
 use super::warm::Form;
 use crate::model::reuse::Reuse;
 use crate::model::rigid::NOT_COPIED;
-use crate::model::{Block, Contact, ContactId, ContactSet, Other};
+use crate::model::{Block, Contact, ContactId, ContactSet, Other, Reaches};
 use crate::params::SolverKind;
 use nalgebra::{DVector, Vector3};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -95,6 +95,8 @@ struct Scratch {
     settling: Settling,
     /// The step's cutting planes at end points.
     cuts: Cuts,
+    /// The search margin's per-body reaches.
+    reaches: Reaches,
 }
 
 /// One iterate of §3.6: the solve, qˡ⁺¹ and the deepest gap at qˡ⁺¹ (its
@@ -114,7 +116,7 @@ impl Scheme for StewartTrinkle {
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
         let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
-        let margin = settings.contact_margin(model, &state.v, h);
+        let margin = settings.contact_reaches(model, &state.v, h, &mut sc.reaches);
         // The iterations below hold the islands whose gaps are met, so their
         // pairs come back at the same poses.
         step.geometry.keep_pairs();

@@ -161,48 +161,91 @@ impl ProductForm {
         columns: &Columns<'_, M>,
         u: &[f64],
     ) -> Vec<f64> {
+        let mut out = self.transpose_initial_many(columns, &[u]);
+        out.pop().unwrap_or_default()
+    }
+
+    /// uᵀB₀⁻¹ for each u of `us`, with one solve of the block for all of
+    /// them ([`BlockSolver::solve_transpose_columns`]).
+    fn transpose_initial_many<M: LcpMatrix + ?Sized>(
+        &self,
+        columns: &Columns<'_, M>,
+        us: &[&[f64]],
+    ) -> Vec<Vec<f64>> {
         let n = self.n;
-        let mut out = vec![0.0; n];
-        // ũ on the covered rows: the identity part, and the rows A_wC it
-        // meets through the unit columns' equations.
-        let mut covered = Vec::new();
-        for (j, &row) in self.unit_row.iter().enumerate() {
-            if row != NONE && u[row] != 0.0 {
-                out[j] = u[row];
-                covered.push((j, u[row]));
+        let m = self.c_rows.len();
+        let mut outs = Vec::with_capacity(us.len());
+        let mut stacked = Vec::with_capacity(m * us.len());
+        for u in us {
+            let mut out = vec![0.0; n];
+            // ũ on the covered rows: the identity part, and the rows A_wC it
+            // meets through the unit columns' equations.
+            let mut covered = Vec::new();
+            for (j, &row) in self.unit_row.iter().enumerate() {
+                if row != NONE && u[row] != 0.0 {
+                    out[j] = u[row];
+                    covered.push((j, u[row]));
+                }
             }
-        }
-        // g = A_wCᵀ ũ: A's z columns are −M's, z₀'s is −d.
-        let mut transposed = vec![0.0; n];
-        if !covered.is_empty() {
-            columns.m.add_transpose_product(&covered, &mut transposed);
-        }
-        let d_dot: f64 = if columns.covering.is_empty() {
-            0.0
-        } else {
-            covered.iter().map(|&(j, v)| v * columns.covering[j]).sum()
-        };
-        // (u_C − g)ᵀ S⁻¹ on K.
-        let mut v: Vec<f64> = self
-            .c_rows
-            .iter()
-            .zip(&self.c_vars)
-            .map(|(&row, &var)| {
+            // g = A_wCᵀ ũ: A's z columns are −M's, z₀'s is −d.
+            let mut transposed = vec![0.0; n];
+            if !covered.is_empty() {
+                columns.m.add_transpose_product(&covered, &mut transposed);
+            }
+            let d_dot: f64 = if columns.covering.is_empty() {
+                0.0
+            } else {
+                covered.iter().map(|&(j, v)| v * columns.covering[j]).sum()
+            };
+            // (u_C − g)ᵀ S⁻¹ on K.
+            stacked.extend(self.c_rows.iter().zip(&self.c_vars).map(|(&row, &var)| {
                 let g = if var < 2 * n {
                     -transposed[var - n]
                 } else {
                     -d_dot
                 };
                 u[row] - g
-            })
-            .collect();
-        if !v.is_empty() {
-            self.block.solve_transpose(&mut v);
+            }));
+            outs.push(out);
         }
-        for (&j, &value) in self.k_rows.iter().zip(&v) {
-            out[j] = value;
+        if m > 0 {
+            self.block.solve_transpose_columns(&mut stacked, us.len());
         }
-        out
+        for (out, v) in outs.iter_mut().zip(stacked.chunks_exact(m.max(1))) {
+            for (&j, &value) in self.k_rows.iter().zip(v) {
+                out[j] = value;
+            }
+        }
+        outs
+    }
+
+    /// e_rᵀE_p ⋯ E₁ (basis-row indexing): row r of B⁻¹ is this times B₀⁻¹.
+    fn eta_row(&self, r: usize) -> Vec<f64> {
+        let mut u = vec![0.0; self.n];
+        u[r] = 1.0;
+        // uᵀE_p ⋯ E₁: each eta changes only its own row's component, so u
+        // is zero off r and the etas' rows (`places`, increasing). uᵀā is
+        // summed over those places in the dense sum's order: the terms left
+        // out are zeros (ā finite), and zeros never change a partial sum
+        // that is not zero (a zero partial sum plus t is t, whatever the
+        // zero's sign), so the sum is the dense sum's, bit for bit, unless
+        // it is zero, where the dense sum decides the zero's sign. O(p²)
+        // for p etas instead of O(p n): the generated pile of 200 spent
+        // 8.7 % of its first 2 s here (`perf`, one thread).
+        let mut places = vec![r];
+        for (pivot, abar, finite) in self.etas.iter().rev() {
+            let mut dot: f64 = places.iter().map(|&i| u[i] * abar[i]).sum();
+            if dot == 0.0 || !finite {
+                dot = u.iter().zip(abar).map(|(x, y)| x * y).sum();
+            }
+            let ur = u[*pivot];
+            u[*pivot] = ur - (dot - ur) / abar[*pivot];
+            // (uᵀE)_r = u_r − (uᵀā − u_r)/ā_r, the others unchanged.
+            if let Err(at) = places.binary_search(pivot) {
+                places.insert(at, *pivot);
+            }
+        }
+        u
     }
 
     /// An estimate of max |(B₀⁻¹)ᵢⱼ|, the explicit tableau's noise scale:
@@ -305,31 +348,13 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
     }
 
     fn row(&self, columns: &Columns<'_, M>, _: &[Var], r: usize) -> Vec<f64> {
-        let mut u = vec![0.0; self.n];
-        u[r] = 1.0;
-        // uᵀE_p ⋯ E₁: each eta changes only its own row's component, so u
-        // is zero off r and the etas' rows (`places`, increasing). uᵀā is
-        // summed over those places in the dense sum's order: the terms left
-        // out are zeros (ā finite), and zeros never change a partial sum
-        // that is not zero (a zero partial sum plus t is t, whatever the
-        // zero's sign), so the sum is the dense sum's, bit for bit, unless
-        // it is zero, where the dense sum decides the zero's sign. O(p²)
-        // for p etas instead of O(p n): the generated pile of 200 spent
-        // 8.7 % of its first 2 s here (`perf`, one thread).
-        let mut places = vec![r];
-        for (pivot, abar, finite) in self.etas.iter().rev() {
-            let mut dot: f64 = places.iter().map(|&i| u[i] * abar[i]).sum();
-            if dot == 0.0 || !finite {
-                dot = u.iter().zip(abar).map(|(x, y)| x * y).sum();
-            }
-            let ur = u[*pivot];
-            u[*pivot] = ur - (dot - ur) / abar[*pivot];
-            // (uᵀE)_r = u_r − (uᵀā − u_r)/ā_r, the others unchanged.
-            if let Err(at) = places.binary_search(pivot) {
-                places.insert(at, *pivot);
-            }
-        }
-        self.transpose_initial(columns, &u)
+        self.transpose_initial(columns, &self.eta_row(r))
+    }
+
+    fn rows(&self, columns: &Columns<'_, M>, _: &[Var], rs: &[usize]) -> Vec<Vec<f64>> {
+        let us: Vec<Vec<f64>> = rs.iter().map(|&r| self.eta_row(r)).collect();
+        let refs: Vec<&[f64]> = us.iter().map(Vec::as_slice).collect();
+        self.transpose_initial_many(columns, &refs)
     }
 
     fn pivot(&mut self, _: &Columns<'_, M>, _: &[Var], r: usize, _: Var, abar: &[f64]) {
