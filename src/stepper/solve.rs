@@ -957,14 +957,13 @@ impl ContactSolver {
         let (jobs, islands) = (&buffers.jobs, &buffers.islands);
         match pair {
             Some(pair) => {
-                let todo = std::mem::take(&mut first.todo);
-                island::deal(jobs, &todo, &mut first.todo, &mut second.todo);
+                let queue = island::Queue::largest_first(jobs, &first.todo);
                 let this = &*self;
                 crate::pair_thread::both(
                     Some(pair),
                     true,
-                    || this.solve_jobs(&shared, jobs, islands, first, None),
-                    || this.solve_jobs(&shared, jobs, islands, second, None),
+                    || this.solve_taken(&shared, jobs, islands, first, &queue),
+                    || this.solve_taken(&shared, jobs, islands, second, &queue),
                 );
             }
             None => self.solve_jobs(&shared, jobs, islands, first, solution.lcp.as_mut()),

@@ -12,11 +12,12 @@
 //!
 //! A solve goes to two threads ([`crate::pair_thread`]) when it has at
 //! least two islands to compute and [`PARALLEL_UNKNOWNS`] unknowns among
-//! them. The islands are dealt largest first to the thread with the least
-//! work so far, an island's size squared standing for its work (Lemke's
+//! them. The two threads take the islands from one queue ([`Queue`]),
+//! largest first, an island's size squared standing for its work (Lemke's
 //! pivots grow with the island, and each costs about its size); the
 //! largest island of the generated pile of 200 takes 46 % of a solve's
-//! island time (5.1 of 11.2 ms a step over its first second, one thread).
+//! island time (5.1 of 11.2 ms a step over its first second, one thread),
+//! and the other thread solves the rest meanwhile.
 
 use super::memo;
 use super::{
@@ -30,6 +31,7 @@ use crate::stepper::contact_lcp::{ContactLcp, ContactLcpStorage};
 use crate::stepper::settings::StepSettings;
 use crate::stepper::warm::{Form, normals_only};
 use nalgebra::DVector;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The unknowns a solve must compute from which its islands go to two
 /// threads. A join with a parked helper costs 20–40 µs, a handshake with a
@@ -114,37 +116,55 @@ pub(super) struct Shared<'p, 'a> {
     pub starts: &'p [usize],
 }
 
-/// Deals `todo` (islands of `jobs`, in order) to two threads, largest
-/// first to the one with less work so far, each thread's list in the
-/// islands' order.
-pub(super) fn deal(
-    jobs: &[IslandJob],
-    todo: &[usize],
-    first: &mut Vec<usize>,
-    second: &mut Vec<usize>,
-) {
-    first.clear();
-    second.clear();
-    let mut order = todo.to_vec();
-    let work = |g: usize| {
-        let n = jobs[g].local.size() as f64;
-        n * n
-    };
-    // Largest first; ties by the island's order, so the deal is a
-    // function of the islands alone.
-    order.sort_by(|&a, &b| work(b).total_cmp(&work(a)).then(a.cmp(&b)));
-    let (mut a, mut b) = (0.0, 0.0);
-    for g in order {
-        if a <= b {
-            a += work(g);
-            first.push(g);
-        } else {
-            b += work(g);
-            second.push(g);
+/// The islands of a solve for two threads to take in turn, largest first
+/// (an island's size squared standing for its work; ties by the island's
+/// order), and the first island, in the islands' order, that failed.
+///
+/// Dealt in advance by the estimate, the two threads' lists ended far
+/// apart: an island's pivots are not its size, and on the generated piles
+/// over their first second one thread waited for the other for a third of
+/// the time the pair spent on islands (at N = 200, 4.0 of 8.2 ms a step;
+/// at N = 22, 79 of 163 µs). Taken from one queue, a thread that finishes
+/// an island takes the next one, and the wait is at most the last island.
+pub(super) struct Queue {
+    order: Vec<usize>,
+    next: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+impl Queue {
+    /// The islands `todo` of `jobs`, largest first.
+    pub(super) fn largest_first(jobs: &[IslandJob], todo: &[usize]) -> Self {
+        let work = |g: usize| {
+            let n = jobs[g].local.size() as f64;
+            n * n
+        };
+        let mut order = todo.to_vec();
+        order.sort_by(|&a, &b| work(b).total_cmp(&work(a)).then(a.cmp(&b)));
+        Self {
+            order,
+            next: AtomicUsize::new(0),
+            failed: AtomicUsize::new(usize::MAX),
         }
     }
-    first.sort_unstable();
-    second.sort_unstable();
+
+    /// The next island to solve: none once the queue is empty. An island
+    /// after one that failed (in the islands' order) is skipped: the merge
+    /// stops at the first failure, as one loop over the islands would, and
+    /// every island before it is still solved by whichever thread takes it.
+    fn take(&self) -> Option<usize> {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let g = *self.order.get(i)?;
+            if g < self.failed.load(Ordering::Relaxed) {
+                return Some(g);
+            }
+        }
+    }
+
+    fn fail(&self, g: usize) {
+        self.failed.fetch_min(g, Ordering::Relaxed);
+    }
 }
 
 impl ContactSolver {
@@ -171,6 +191,26 @@ impl ContactSolver {
             }
         }
         work.todo = todo;
+    }
+
+    /// Solves islands of `jobs` taken from `queue` until it is empty, into
+    /// `work.done` (one of the two threads of a solve).
+    pub(super) fn solve_taken(
+        &self,
+        shared: &Shared<'_, '_>,
+        jobs: &[IslandJob],
+        islands: &Islands,
+        work: &mut IslandWork,
+        queue: &Queue,
+    ) {
+        work.done.clear();
+        while let Some(g) = queue.take() {
+            let solved = self.solve_island(shared, islands.get(g), &jobs[g], work, None);
+            if solved.status != LcpStatus::Solved {
+                queue.fail(g);
+            }
+            work.done.push((g, solved));
+        }
     }
 
     /// One island's solve: its contacts `members` of the problem, its
@@ -424,7 +464,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_deal_gives_the_largest_island_a_thread_and_keeps_each_list_in_order() {
+    fn the_queue_gives_the_largest_islands_first_and_skips_those_after_a_failure() {
         let sized = |contacts: usize| IslandJob {
             local: Layout {
                 contacts,
@@ -434,15 +474,16 @@ mod tests {
         };
         // Sizes 2·(10, 40, 20, 30, 5) unknowns (a contact's normal and λ).
         let jobs: Vec<IslandJob> = [10, 40, 20, 30, 5].into_iter().map(sized).collect();
-        let (mut first, mut second) = (Vec::new(), Vec::new());
-        deal(&jobs, &[0, 1, 2, 3, 4], &mut first, &mut second);
-        // Work n²: 6,400 to the first; 3,600 and 1,600 to the second; 400
-        // to the second (5,200 < 6,400); 100 to the second (5,600).
-        assert_eq!(first, vec![1]);
-        assert_eq!(second, vec![0, 2, 3, 4]);
+        let queue = Queue::largest_first(&jobs, &[0, 1, 2, 3, 4]);
+        assert_eq!(queue.take(), Some(1));
+        assert_eq!(queue.take(), Some(3));
+        // Island 2 fails: 4 comes after it and is skipped, 0 before it is not.
+        queue.fail(2);
+        assert_eq!(queue.take(), Some(0));
+        assert_eq!(queue.take(), None);
         // Only the islands asked for, each once.
-        deal(&jobs, &[0, 2, 4], &mut first, &mut second);
-        assert_eq!(first, vec![2]);
-        assert_eq!(second, vec![0, 4]);
+        let queue = Queue::largest_first(&jobs, &[0, 2, 4]);
+        let taken: Vec<usize> = std::iter::from_fn(|| queue.take()).collect();
+        assert_eq!(taken, vec![2, 0, 4]);
     }
 }
