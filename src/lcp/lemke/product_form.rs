@@ -20,7 +20,10 @@
 //!
 //! A pivot costs one solve with the factorization, one product with M and
 //! O(n) per eta; a row of B⁻¹ (the lexicographic test's ties) the transposed
-//! solve and a product with Mᵀ. The scale of rounding noise, max |B⁻¹ᵢⱼ|,
+//! solve and a product with Mᵀ. The lexicographic test reads B⁻¹ column by
+//! column, and its first columns are kept from one test to the next
+//! ([`Factor::update_column`]): a solve when first read after a
+//! factorization, then only the etas of the pivots since. The scale of rounding noise, max |B⁻¹ᵢⱼ|,
 //! which the explicit tableau keeps exactly, is estimated at each
 //! factorization by an alternating search over rows and columns of B₀⁻¹
 //! (a handful of solves each way) and raised whenever a solve shows a
@@ -357,6 +360,40 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
         self.transpose_initial_many(columns, &refs)
     }
 
+    /// B₀⁻¹ e_j by a solve, then the etas not yet applied, each as
+    /// [`Factor::apply`] applies it (the same operations on the same
+    /// vector as a fresh `apply` of e_j).
+    fn update_column(
+        &self,
+        columns: &Columns<'_, M>,
+        j: usize,
+        column: &mut Vec<f64>,
+        applied: &mut Option<usize>,
+    ) -> bool {
+        let from = match *applied {
+            Some(k) => k,
+            None => {
+                let mut unit = vec![0.0; self.n];
+                unit[j] = 1.0;
+                column.clear();
+                column.resize(self.n, 0.0);
+                self.solve_initial(columns, &unit, column);
+                0
+            }
+        };
+        for (r, abar, _) in &self.etas[from..] {
+            let v = column[*r] / abar[*r];
+            if v != 0.0 {
+                for (o, &x) in column.iter_mut().zip(abar) {
+                    *o -= x * v;
+                }
+            }
+            column[*r] = v;
+        }
+        *applied = Some(self.etas.len());
+        true
+    }
+
     fn pivot(&mut self, _: &Columns<'_, M>, _: &[Var], r: usize, _: Var, abar: &[f64]) {
         let finite = abar.iter().all(|x| x.is_finite());
         self.etas.push((r, abar.to_vec(), finite));
@@ -409,7 +446,32 @@ mod tests {
             }
             let mut dense = <DenseBasis as Factor<DMatrix<f64>>>::new(&columns, &basis).unwrap();
             let mut product = <ProductForm as Factor<DMatrix<f64>>>::new(&columns, &basis).unwrap();
+            // Columns of B⁻¹ kept along the pivots, read at every other
+            // step (so that some catch up on two pivots at once).
+            let mut kept: Vec<(usize, Vec<f64>, Option<usize>)> = [0, 5, n - 1]
+                .iter()
+                .map(|&j| (j, Vec::new(), None))
+                .collect();
             for step in 0..12 {
+                if step % 2 == 0 {
+                    for (j, column, applied) in &mut kept {
+                        assert!(<ProductForm as Factor<DMatrix<f64>>>::update_column(
+                            &product, &columns, *j, column, applied
+                        ));
+                        let mut unit = vec![0.0; n];
+                        unit[*j] = 1.0;
+                        let mut x = vec![0.0; n];
+                        dense.apply(&columns, &basis, &unit, &mut x);
+                        for i in 0..n {
+                            assert!(
+                                (x[i] - column[i]).abs() < 1e-9 * (1.0 + x[i].abs()),
+                                "trial {trial} step {step} column {j} row {i}: {} vs {}",
+                                x[i],
+                                column[i]
+                            );
+                        }
+                    }
+                }
                 let a: Vec<f64> = (0..n).map(|_| noise(&mut seed)).collect();
                 let (mut x, mut y) = (vec![0.0; n], vec![0.0; n]);
                 dense.apply(&columns, &basis, &a, &mut x);
