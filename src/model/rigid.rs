@@ -189,26 +189,20 @@ impl RigidSystem {
     /// its centre's speed plus |ω| times its bounding radius, m/s.
     pub fn max_point_speed(&self, v: &DVector<f64>) -> f64 {
         (0..self.bodies.len())
-            .map(|i| self.point_speed(v, i))
+            .filter(|&i| !self.is_fixed(i))
+            .map(|i| {
+                let block = self.block(i);
+                let s = &v.as_slice()[block.start..block.start + block.len];
+                let (linear, angular) = match self.dimension {
+                    Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
+                    Dimension::Spatial => (
+                        Vector3::new(s[0], s[1], s[2]).norm(),
+                        Vector3::new(s[3], s[4], s[5]).norm(),
+                    ),
+                };
+                linear + angular * bounding_radius(&self.bodies[i].shape)
+            })
             .fold(0.0, f64::max)
-    }
-
-    /// The largest speed of any point of body i at velocities `v` (zero
-    /// for a fixed body), m/s.
-    pub fn point_speed(&self, v: &DVector<f64>, i: usize) -> f64 {
-        if self.is_fixed(i) {
-            return 0.0;
-        }
-        let block = self.block(i);
-        let s = &v.as_slice()[block.start..block.start + block.len];
-        let (linear, angular) = match self.dimension {
-            Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
-            Dimension::Spatial => (
-                Vector3::new(s[0], s[1], s[2]).norm(),
-                Vector3::new(s[3], s[4], s[5]).norm(),
-            ),
-        };
-        linear + angular * bounding_radius(&self.bodies[i].shape)
     }
 
     /// Whether body i is fixed in place.

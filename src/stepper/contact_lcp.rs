@@ -1056,33 +1056,12 @@ impl KktBlock {
         self.lu.solve_in_place(mat);
     }
 
-    fn solve_with(&self, b: &mut [f64], transpose: bool) {
-        use faer::linalg::solvers::Solve;
-        let mut rhs = vec![0.0; self.dof + self.size];
-        rhs[self.dof..].copy_from_slice(b);
-        let mat = faer::MatMut::from_column_major_slice_mut(&mut rhs, self.dof + self.size, 1);
-        if transpose {
-            self.lu.solve_transpose_in_place(mat);
-        } else {
-            self.lu.solve_in_place(mat);
-        }
-        b.copy_from_slice(&rhs[self.dof..]);
-    }
-}
-
-impl BlockSolver for KktBlock {
-    fn solve(&self, b: &mut [f64]) {
-        self.solve_with(b, false);
-    }
-
-    fn solve_transpose(&self, b: &mut [f64]) {
-        self.solve_with(b, true);
-    }
-
-    /// The columns together: faer's sparse triangular solves take up to
-    /// four right-hand sides per pass over the factors, each with the
+    /// Solves the block for each of the `count` columns of `b` (m ×
+    /// `count`, column-major), each embedded in the whole KKT system with
+    /// zero ỹ rows. faer's sparse triangular solves take up to four
+    /// right-hand sides per pass over the factors, each with the
     /// operations of its own solve (the same result, bit for bit).
-    fn solve_transpose_columns(&self, b: &mut [f64], count: usize) {
+    fn solve_columns(&self, b: &mut [f64], count: usize, transpose: bool) {
         use faer::linalg::solvers::Solve;
         if count == 0 {
             return;
@@ -1094,10 +1073,28 @@ impl BlockSolver for KktBlock {
             full[self.dof..].copy_from_slice(column);
         }
         let mat = faer::MatMut::from_column_major_slice_mut(&mut rhs, rows, count);
-        self.lu.solve_transpose_in_place(mat);
+        if transpose {
+            self.lu.solve_transpose_in_place(mat);
+        } else {
+            self.lu.solve_in_place(mat);
+        }
         for (full, column) in rhs.chunks_exact(rows).zip(b.chunks_exact_mut(m)) {
             column.copy_from_slice(&full[self.dof..]);
         }
+    }
+}
+
+impl BlockSolver for KktBlock {
+    fn solve(&self, b: &mut [f64]) {
+        self.solve_columns(b, 1, false);
+    }
+
+    fn solve_transpose(&self, b: &mut [f64]) {
+        self.solve_columns(b, 1, true);
+    }
+
+    fn solve_transpose_columns(&self, b: &mut [f64], count: usize) {
+        self.solve_columns(b, count, true);
     }
 }
 

@@ -222,6 +222,20 @@ impl ProductForm {
         outs
     }
 
+    /// out ← E_p ⋯ E_{from+1} out: the etas from the `from`-th on, each
+    /// E = I − (ā − e_r) e_rᵀ / ā_r (out in basis-row indexing).
+    fn apply_etas(&self, from: usize, out: &mut [f64]) {
+        for (r, abar, _) in &self.etas[from..] {
+            let v = out[*r] / abar[*r];
+            if v != 0.0 {
+                for (o, &x) in out.iter_mut().zip(abar) {
+                    *o -= x * v;
+                }
+            }
+            out[*r] = v;
+        }
+    }
+
     /// e_rᵀE_p ⋯ E₁ (basis-row indexing): row r of B⁻¹ is this times B₀⁻¹.
     fn eta_row(&self, r: usize) -> Vec<f64> {
         let mut u = vec![0.0; self.n];
@@ -332,15 +346,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
 
     fn apply(&mut self, columns: &Columns<'_, M>, _: &[Var], a: &[f64], out: &mut [f64]) {
         self.solve_initial(columns, a, out);
-        for (r, abar, _) in &self.etas {
-            let v = out[*r] / abar[*r];
-            if v != 0.0 {
-                for (o, &x) in out.iter_mut().zip(abar) {
-                    *o -= x * v;
-                }
-            }
-            out[*r] = v;
-        }
+        self.apply_etas(0, out);
         // A solve that shows a larger entry raises the noise scale:
         // |(B⁻¹a)ᵢ| ≤ max |B⁻¹| ‖a‖₁.
         let a_sum: f64 = a.iter().map(|x| x.abs()).sum();
@@ -360,9 +366,9 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
         self.transpose_initial_many(columns, &refs)
     }
 
-    /// B₀⁻¹ e_j by a solve, then the etas not yet applied, each as
-    /// [`Factor::apply`] applies it (the same operations on the same
-    /// vector as a fresh `apply` of e_j).
+    /// B₀⁻¹ e_j by a solve, then the etas not yet applied
+    /// ([`ProductForm::apply_etas`], as [`Factor::apply`]: the same
+    /// operations on the same vector as a fresh `apply` of e_j).
     fn update_column(
         &self,
         columns: &Columns<'_, M>,
@@ -381,15 +387,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
                 0
             }
         };
-        for (r, abar, _) in &self.etas[from..] {
-            let v = column[*r] / abar[*r];
-            if v != 0.0 {
-                for (o, &x) in column.iter_mut().zip(abar) {
-                    *o -= x * v;
-                }
-            }
-            column[*r] = v;
-        }
+        self.apply_etas(from, column);
         *applied = Some(self.etas.len());
         true
     }
