@@ -24,7 +24,7 @@
 //! started from the frictionless problem keeps the friction variables of the
 //! inactive contacts out of it.
 
-use super::{Columns, Factor, NONE, Partition, Var};
+use super::{BasisSolve, Columns, Factor, NONE, Partition, Var};
 use crate::lcp::LcpMatrix;
 
 /// From this many basic z's on, −A_wC S⁻¹ is formed as one dense product.
@@ -43,10 +43,13 @@ pub(super) struct CompressedBasis {
     column_max: Vec<f64>,
 }
 
-impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
-    fn new(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self> {
+impl CompressedBasis {
+    /// The factor of the basis that `partition` splits.
+    fn from_partition<M: LcpMatrix + ?Sized>(
+        columns: &Columns<'_, M>,
+        partition: Partition,
+    ) -> Option<Self> {
         let n = columns.n;
-        let partition = Partition::of(columns, basis)?;
         let m = partition.others.len();
         let inverse = super::invert(&partition.block)?;
         let mut stored = vec![vec![0.0; n]; m];
@@ -100,6 +103,19 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
             columns: stored,
             column_max,
         })
+    }
+}
+
+impl<M: LcpMatrix + ?Sized> Factor<M> for CompressedBasis {
+    fn new(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self> {
+        Self::from_partition(columns, Partition::of(columns, basis)?)
+    }
+
+    fn from_solve(columns: &Columns<'_, M>, basis: &[Var], solve: BasisSolve) -> Option<Self> {
+        match solve {
+            BasisSolve::Partition(partition) => Self::from_partition(columns, partition),
+            BasisSolve::Product(_) => Self::new(columns, basis),
+        }
     }
 
     fn apply(&mut self, _: &Columns<'_, M>, basis: &[Var], a: &[f64], out: &mut [f64]) {

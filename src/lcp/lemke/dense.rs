@@ -25,6 +25,7 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
             uncovered,
             block,
             full,
+            ..
         } = Partition::of(columns, basis)?;
         let m = others.len();
         let a_inv = if m == 0 { block } else { block.try_inverse()? };

@@ -33,7 +33,7 @@
 //! up to n times larger, more of q̄ was flushed and degenerate problems
 //! (a tower of boxes) took other, worse pivot paths.
 
-use super::{Columns, Factor, NONE, Var};
+use super::{BasisSolve, Columns, Factor, NONE, Var};
 use crate::lcp::{BlockSolver, LcpMatrix};
 use faer::linalg::solvers::Solve;
 
@@ -332,16 +332,30 @@ fn dense_block<M: LcpMatrix + ?Sized>(
     Some(Box::new(DenseBlock { lu }))
 }
 
-impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
-    fn new(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self> {
-        let mut factor = Self::factor(columns, basis)?;
-        let norm = factor.estimate_max_entry(columns);
+impl ProductForm {
+    /// The factor with its estimate of max |B⁻¹| ([`Factor::max_entry`]);
+    /// `None` if that is not finite.
+    fn with_norm<M: LcpMatrix + ?Sized>(mut self, columns: &Columns<'_, M>) -> Option<Self> {
+        let norm = self.estimate_max_entry(columns);
         if !norm.is_finite() {
             return None;
         }
-        let covered = factor.unit_row.iter().any(|&r| r != NONE);
-        factor.norm = if covered { norm.max(1.0) } else { norm };
-        Some(factor)
+        let covered = self.unit_row.iter().any(|&r| r != NONE);
+        self.norm = if covered { norm.max(1.0) } else { norm };
+        Some(self)
+    }
+}
+
+impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
+    fn new(columns: &Columns<'_, M>, basis: &[Var]) -> Option<Self> {
+        Self::factor(columns, basis)?.with_norm(columns)
+    }
+
+    fn from_solve(columns: &Columns<'_, M>, basis: &[Var], solve: BasisSolve) -> Option<Self> {
+        match solve {
+            BasisSolve::Product(factor) => factor.with_norm(columns),
+            BasisSolve::Partition(_) => Self::new(columns, basis),
+        }
     }
 
     fn apply(&mut self, columns: &Columns<'_, M>, _: &[Var], a: &[f64], out: &mut [f64]) {
