@@ -126,16 +126,24 @@ impl Default for LemkeOptions {
 /// the drop, each island's solve timed with its set-up): with the default
 /// at 800 it spent 58 % of its solve time on islands of 300–800 unknowns at
 /// 377 µs a pivot, against 218 µs on the product form's islands of
-/// 800–1,500; from 300 on, 110 µs a pivot there. `benches/scale.rs` (2 s
+/// 800–1,500; from 300 on, 110 µs a pivot there (seventeenth session). `benches/scale.rs` (2 s
 /// of each pile, the same day): 800 → 300 took the pile of 50 from 3.80 to
 /// 3.61 ms a step, of 100 from 16.1 to 13.1, of 200 from 53.6 to 48.7 (at
 /// 329 → 378 pivots a step); 250 and 400 did about as well. The 22-body
 /// pile and `pile.ron` (islands up to about 400 unknowns) took the same
 /// pivots and time, the standing tower (480 unknowns) 0.157 instead of
 /// 0.147 ms a step, and it stands (`tests/piles.rs`; with an earlier
-/// session's product form it crept after 6 s). A product-form run that
+/// session's product form it crept after 6 s). 300 → 200 (twenty-seventh
+/// session, after the product form's kept columns, its factorizations
+/// kept by pattern and block, and the final basis's q̄ taken when it meets
+/// 1e-12): instructions over the first second of the generated piles (one
+/// thread, callgrind, which counts the same on a busy machine) 5.6–9.2 %
+/// fewer at N = 100 and 120, 7.0–14.9 % at 190, 200 and 210, 1 % more at
+/// 50, the pile of 22 the same to the bit (no island of 200 there); the
+/// pivots a step move by a few per cent either way with the rounding, less
+/// than the instructions. 150 did worse at 190–200. A product-form run that
 /// fails is retried on the compressed tableau ([`solve_structured`]).
-pub const PRODUCT_FORM_FROM: usize = 300;
+pub const PRODUCT_FORM_FROM: usize = 200;
 
 /// The default pivot limit for a problem of size n: generous enough for
 /// Murty's exponential example up to n = 13, small enough to stop a runaway.
