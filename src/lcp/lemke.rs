@@ -796,6 +796,16 @@ impl Partition {
         })
     }
 
+    /// A_KC⁻¹ ([`invert`]), from the LU a [`Self::solve`] kept where it is
+    /// faer's (the same operations), so that a partition handed from
+    /// [`feasible_warm`] to the compressed tableau is not factored again.
+    fn inverse(&self) -> Option<DMatrix<f64>> {
+        match self.lu.get() {
+            Some(BlockLu::Large(lu)) => inverse_from_lu(lu),
+            _ => invert(&self.block),
+        }
+    }
+
     /// x with B x = b from the LU of A_KC, in O(m³ + n·b) for the first
     /// solve and O(m² + n·b) for the next, instead of the O(n³) of a full
     /// LU. `None` if A_KC is singular.
@@ -853,7 +863,6 @@ impl Partition {
 /// (faer's, several times nalgebra's speed at a few hundred rows); `None`
 /// when a pivot vanishes or the inverse is not finite.
 fn invert(block: &DMatrix<f64>) -> Option<DMatrix<f64>> {
-    use faer::linalg::solvers::DenseSolveCore;
     let m = block.nrows();
     if m < 48 {
         // Below that nalgebra's unblocked LU is as fast.
@@ -862,9 +871,15 @@ fn invert(block: &DMatrix<f64>) -> Option<DMatrix<f64>> {
             .try_inverse()
             .filter(|x| x.iter().all(|v| v.is_finite()));
     }
-    let lu = faer::Mat::from_fn(m, m, |i, j| block[(i, j)]).partial_piv_lu();
+    inverse_from_lu(&faer::Mat::from_fn(m, m, |i, j| block[(i, j)]).partial_piv_lu())
+}
+
+/// The inverse from faer's LU of the block, as [`invert`] forms it; `None`
+/// when it is not finite.
+fn inverse_from_lu(lu: &faer::linalg::solvers::PartialPivLu<f64>) -> Option<DMatrix<f64>> {
+    use faer::linalg::solvers::DenseSolveCore;
     let inverse = lu.inverse();
-    let out = DMatrix::from_fn(m, m, |i, j| inverse[(i, j)]);
+    let out = DMatrix::from_fn(inverse.nrows(), inverse.ncols(), |i, j| inverse[(i, j)]);
     out.iter().all(|x| x.is_finite()).then_some(out)
 }
 

@@ -51,7 +51,7 @@ impl CompressedBasis {
     ) -> Option<Self> {
         let n = columns.n;
         let m = partition.others.len();
-        let inverse = super::invert(&partition.block)?;
+        let inverse = partition.inverse()?;
         let mut stored = vec![vec![0.0; n]; m];
         // The C rows: S⁻¹.
         for (c, &row) in partition.others.iter().enumerate() {
