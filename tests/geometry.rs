@@ -479,7 +479,7 @@ fn feature_ids_stable_and_distinct_in_space() {
     assert_well_formed(&c1);
 }
 
-/// A brick in running bond (`scenes/experimental/wall.ron`): its bottom
+/// A brick in running bond (`scenes/wall.ron`): its bottom
 /// corners lie on the long top edges of the brick below, where parry's names
 /// for the clipped points (vertex–face or edge–edge) flip with rounding-level
 /// rotations. The ids follow where each point lies on each box instead, so

@@ -91,8 +91,7 @@ pub fn incline(alpha: f64, mu: f64, extra: &str) -> contactlab::scene::Scene {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The shipped scene files (`scenes/*.ron`, not `scenes/experimental/`),
-/// sorted.
+/// The shipped scene files (`scenes/*.ron`), sorted.
 pub fn shipped_scenes() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
