@@ -106,7 +106,12 @@ fn shipped_scenes() -> Vec<(String, Vec<u8>)> {
         .map(|p| {
             let name = p.file_name().expect("name").to_string_lossy().into_owned();
             let text = std::fs::read(&p).expect("scene reads");
-            (name, trim_bodies(text, MUTATED_BODIES))
+            let keep = if name == "wall.ron" {
+                MUTATED_BRICKS
+            } else {
+                MUTATED_BODIES
+            };
+            (name, trim_bodies(text, keep))
         })
         .collect();
     scenes.sort();
@@ -118,6 +123,13 @@ fn shipped_scenes() -> Vec<(String, Vec<u8>)> {
 /// mutation that turns them over to Lemke or Anitescu–Potra's dense step
 /// still runs within the per-case budget.
 const MUTATED_BODIES: usize = 40;
+
+/// Bricks a mutated wall keeps: its first two courses. Whole, a mutated
+/// wall is a legitimately slow scene, not a hang: with one brick made 6 m
+/// deep (seed 372) its first 23 steps took 61 s in the test profile, past
+/// the per-case budget, where the wall as shipped takes 10–240 ms a step
+/// before the ball arrives.
+const MUTATED_BRICKS: usize = 10;
 
 /// `text` with only the first `keep` one-line bodies of its `bodies: [` list.
 fn trim_bodies(text: Vec<u8>, keep: usize) -> Vec<u8> {
