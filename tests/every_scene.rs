@@ -39,8 +39,8 @@ fn skipped(scene: &str, stepper: StepperKind) -> bool {
         // 150-grain silo.
         "silo.ron" | "avalanche.ron" | "hourglass.ron" => true,
         // Forty bricks hit by a ball: the impact's steps take seconds each
-        // under Lemke (about twelve minutes for the wall's 5 s). tests/piles.rs runs
-        // it under Stewart–Trinkle with its guarantees.
+        // under Lemke (about twelve minutes for the wall's 5 s).
+        // tests/piles.rs runs it under Stewart–Trinkle with its guarantees.
         "wall.ron" => true,
         _ => false,
     }
