@@ -4,7 +4,7 @@
 
 use contactlab::lcp::{self, Lcp, LemkeOptions};
 use contactlab::scene;
-use contactlab::stepper::assembly::Impulses;
+use contactlab::solver::lemke::assembly::Impulses;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::path::Path;
 
@@ -29,7 +29,7 @@ fn row_of_balls(n: usize, nudge: f64) -> Lcp {
     let scene = scene::parse(&text, Path::new("row.ron")).expect("valid scene");
     let (model, state, params) = (&scene.model, &scene.initial, &scene.params);
     let h = params.dt;
-    let contacts = model.contacts(&state.q, params.edges, 0.0);
+    let contacts = contactlab::collision::contacts(model, &state.q, params.edges, 0.0);
     let selected: Vec<_> = contacts.iter().collect();
     let impulses = Impulses::new(&selected, model.mass_inverse_form(), model.dof());
     let force = model.forces(&state.q, &state.v, 0.0, params);

@@ -6,15 +6,19 @@
 //! [`lcp::lemke`]; the impulses give the new state. The physics core never imports
 //! Bevy; the viewer (feature `viewer`) is a thin shell over it.
 
+pub mod atomic_file;
 pub mod cli;
+pub mod collision;
 pub mod geometry;
 pub mod interrupt;
 pub mod lcp;
+pub mod magnitude;
 pub mod model;
 pub(crate) mod pair_thread;
 pub mod params;
 pub mod scene;
 pub mod sim;
+pub mod solver;
 
 #[cfg(feature = "video")]
 pub mod record;

@@ -4,8 +4,7 @@
 //! how flags change them ([`Params::with_overrides`]). Scene loading, `run`,
 //! `record`, the viewer's panel and its reload all go through these two.
 
-use crate::model::Model;
-use crate::scene::magnitude::{MAX_MAGNITUDE, allowed};
+use crate::magnitude::{MAX_MAGNITUDE, allowed};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -93,7 +92,7 @@ pub enum SolverKind {
     /// Nonlinear Gauss–Seidel over contacts on the same LCP (Moreau 1998,
     /// after (20)): each contact's local problem solved exactly in turn,
     /// sweeping until the residual is below `tolerance`
-    /// ([`crate::stepper::nsgs`]).
+    /// (the NSGS solver of the solver layer).
     #[serde(rename = "nsgs")]
     Nsgs,
 }
@@ -201,11 +200,11 @@ pub struct Params {
     /// unless the scene sets it.
     pub restitution: f64,
     /// Damping coefficient δ of every damper that does not set its own, N·s/m
-    /// (see [`crate::model::element`]; [`crate::model::Model::uses_damping`]
+    /// (the model's force elements; [`ModelFeatures::dampers_take_damping`]
     /// says whether any damper uses it).
     pub damping: f64,
     /// Stiffness γ of every spring that does not set its own, N/m
-    /// ([`crate::model::Model::uses_stiffness`] says whether any spring uses it).
+    /// ([`ModelFeatures::springs_take_stiffness`] says whether any spring uses it).
     pub stiffness: f64,
     /// Edges k of the polyhedral friction pyramid in space (≥ 3); planar contacts
     /// always use the pair ±t.
@@ -218,7 +217,7 @@ pub struct Params {
     /// How the contact problem of each step is solved.
     pub solver: SolverKind,
     /// NSGS: the relative residual at which the sweeps stop
-    /// ([`crate::stepper::nsgs`] defines it).
+    /// (a relative natural-map residual; the NSGS solver defines it).
     pub tolerance: f64,
     /// NSGS: the sweep limit of one solve.
     pub max_iterations: usize,
@@ -254,6 +253,23 @@ impl Default for Params {
     }
 }
 
+/// What the parameters are checked against: the features of a model that
+/// decide which values apply to it (the model reports its own,
+/// `Model::features`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModelFeatures {
+    /// Contacts carry the two planar friction directions ±t (no pyramid).
+    pub planar: bool,
+    /// Rigid bodies (block-diagonal M⁻¹), not a generalized linear system.
+    pub rigid: bool,
+    /// Bilateral joints, which only some steppers hold.
+    pub joints: bool,
+    /// Some spring takes the scene-wide [`Params::stiffness`].
+    pub springs_take_stiffness: bool,
+    /// Some damper takes the scene-wide [`Params::damping`].
+    pub dampers_take_damping: bool,
+}
+
 /// A parameter that breaks a rule: its field (as named in scene files) and
 /// what is allowed.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -266,7 +282,8 @@ pub struct ParamError {
 }
 
 impl ParamError {
-    fn new(field: &'static str, message: impl Into<String>) -> Self {
+    /// The rule `field` breaks, in words.
+    pub fn new(field: &'static str, message: impl Into<String>) -> Self {
         Self {
             field,
             message: message.into(),
@@ -280,69 +297,6 @@ impl ParamError {
             return "--cone".to_owned();
         }
         format!("--{}", self.field.replace('_', "-"))
-    }
-}
-
-/// Flags that override a scene's parameters (shared by `run`, `record` and
-/// the viewer). The numeric ones take a leading hyphen as part of their value
-/// (`--dt -1e-3`), so a negative value meets the range check of
-/// [`Params::validate`] instead of clap's hint about `-- -1`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Overrides {
-    /// Step size h, s.
-    #[arg(long = "dt", allow_hyphen_values = true)]
-    pub dt: Option<f64>,
-    /// Simulated time, s.
-    #[arg(long, allow_hyphen_values = true)]
-    pub duration: Option<f64>,
-    /// Friction coefficient μ of every contact.
-    #[arg(long, allow_hyphen_values = true)]
-    pub mu: Option<f64>,
-    /// Friction-pyramid edges k (space only, ≥ 3).
-    #[arg(long, allow_hyphen_values = true)]
-    pub edges: Option<usize>,
-    /// Restitution e (steppers with an impact law only).
-    #[arg(long, allow_hyphen_values = true)]
-    pub restitution: Option<f64>,
-    /// Damping coefficient of the scene's dampers.
-    #[arg(long, allow_hyphen_values = true)]
-    pub damping: Option<f64>,
-    /// Stiffness of the scene's springs.
-    #[arg(long, allow_hyphen_values = true)]
-    pub stiffness: Option<f64>,
-    /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
-    #[arg(long)]
-    pub stepper: Option<String>,
-    /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
-    #[arg(long, allow_hyphen_values = true)]
-    pub ncp_iterations: Option<usize>,
-    /// Contact solver (lemke, nsgs).
-    #[arg(long)]
-    pub solver: Option<String>,
-    /// NSGS: relative residual at which the sweeps stop.
-    #[arg(long, allow_hyphen_values = true)]
-    pub tolerance: Option<f64>,
-    /// NSGS: sweep limit of one solve.
-    #[arg(long, allow_hyphen_values = true)]
-    pub max_iterations: Option<usize>,
-    /// NSGS's friction law in space (circular, pyramid); default circular.
-    #[arg(long = "cone")]
-    pub friction_cone: Option<String>,
-    /// Threads a step may use, 1 or 2 [default: 2]: NSGS's sweeps and the
-    /// narrow phase of large scenes split in two halves. The result is the
-    /// same bit for bit; 1 leaves the second core to the rest (the viewer's
-    /// drawing, another run).
-    #[arg(long, allow_hyphen_values = true)]
-    pub threads: Option<usize>,
-}
-
-impl Overrides {
-    /// Writes the flags that are not parameters (`--threads`) into the
-    /// stepper's settings.
-    pub fn apply_settings(&self, settings: &mut crate::stepper::StepSettings) {
-        if let Some(n) = self.threads {
-            settings.threads = n;
-        }
     }
 }
 
@@ -365,11 +319,12 @@ impl Params {
         }
     }
 
-    /// Checks every parameter against its range and against `model`: h and
+    /// Checks every parameter against its range and against the model's
+    /// `features`: h and
     /// the duration positive, μ, damping and stiffness ≥ 0, e ∈ [0, 1], every
     /// real at most [`MAX_MAGNITUDE`], k ≥ 3 in space and ≤ 256, 1–100 NCP
     /// iterations, and a stepper that can hold the model's joints.
-    pub fn validate(&self, model: &Model) -> Result<(), ParamError> {
+    pub fn validate(&self, model: &ModelFeatures) -> Result<(), ParamError> {
         let reals = [
             ("dt", self.dt),
             ("duration", self.duration),
@@ -425,7 +380,7 @@ impl Params {
                 format!("must be ≥ 0, found {}", self.stiffness),
             ));
         }
-        if !model.is_planar() && self.edges < 3 {
+        if !model.planar && self.edges < 3 {
             return Err(ParamError::new(
                 "edges",
                 format!(
@@ -477,14 +432,14 @@ impl Params {
                     ),
                 ));
             }
-            if !matches!(model, Model::Rigid(_)) {
+            if !model.rigid {
                 return Err(ParamError::new(
                     "solver",
                     "nsgs needs rigid bodies: a generalized linear system couples every contact through its dense M⁻¹",
                 ));
             }
         }
-        if model.has_joints() && !self.stepper.supports_joints() {
+        if model.joints && !self.stepper.supports_joints() {
             return Err(ParamError::new(
                 "stepper",
                 format!(
@@ -494,103 +449,5 @@ impl Params {
             ));
         }
         Ok(())
-    }
-
-    /// These parameters with the flags applied, validated against `model`.
-    /// A flag the model or the chosen stepper cannot use is an error, not
-    /// silently ignored.
-    pub fn with_overrides(&self, model: &Model, o: &Overrides) -> Result<Params, ParamError> {
-        let mut p = self.clone();
-        if let Some(name) = &o.stepper {
-            p.stepper = name
-                .parse::<StepperKind>()
-                .map_err(|e| ParamError::new("stepper", e))?;
-        }
-        let set = |slot: &mut f64, value: Option<f64>| {
-            if let Some(v) = value {
-                *slot = v;
-            }
-        };
-        set(&mut p.dt, o.dt);
-        set(&mut p.duration, o.duration);
-        set(&mut p.mu, o.mu);
-        if let Some(k) = o.edges {
-            if model.is_planar() {
-                return Err(ParamError::new(
-                    "edges",
-                    "the scene is planar; planar contacts always use the pair ±t",
-                ));
-            }
-            p.edges = k;
-        }
-        if let Some(e) = o.restitution {
-            if !p.stepper.uses_restitution() {
-                return Err(ParamError::new(
-                    "restitution",
-                    format!(
-                        "the {} stepper is inelastic by construction and has no restitution",
-                        p.stepper
-                    ),
-                ));
-            }
-            p.restitution = e;
-        }
-        if let Some(d) = o.damping {
-            if !model.uses_damping() {
-                return Err(ParamError::new(
-                    "damping",
-                    "the scene has no dampers that take the scene-wide coefficient",
-                ));
-            }
-            p.damping = d;
-        }
-        if let Some(k) = o.stiffness {
-            if !model.uses_stiffness() {
-                return Err(ParamError::new(
-                    "stiffness",
-                    "the scene has no springs that take the scene-wide stiffness",
-                ));
-            }
-            p.stiffness = k;
-        }
-        if let Some(n) = o.ncp_iterations {
-            p.ncp_iterations = n;
-        }
-        if let Some(name) = &o.solver {
-            p.solver = name
-                .parse::<SolverKind>()
-                .map_err(|e| ParamError::new("solver", e))?;
-        }
-        if let Some(n) = o.threads
-            && !(1..=2).contains(&n)
-        {
-            return Err(ParamError::new(
-                "threads",
-                format!("{n}: must be 1 or 2 (a step's work splits in two halves)"),
-            ));
-        }
-        for (field, given) in [
-            ("tolerance", o.tolerance.is_some()),
-            ("max_iterations", o.max_iterations.is_some()),
-        ] {
-            if given && p.solver != SolverKind::Nsgs {
-                return Err(ParamError::new(
-                    field,
-                    "applies to the nsgs solver only (add --solver nsgs)",
-                ));
-            }
-        }
-        if let Some(name) = &o.friction_cone {
-            p.friction_cone = Some(
-                name.parse::<FrictionCone>()
-                    .map_err(|e| ParamError::new("friction_cone", e))?,
-            );
-        }
-        set(&mut p.tolerance, o.tolerance);
-        if let Some(n) = o.max_iterations {
-            p.max_iterations = n;
-        }
-        p.validate(model)?;
-        Ok(p)
     }
 }

@@ -182,7 +182,7 @@ impl Simulation {
     /// Checks the live parameters against the model.
     pub fn check_params(&self) -> Result<(), StepError> {
         self.params
-            .validate(self.model())
+            .validate(&self.model().features())
             .map_err(|e| StepError::InvalidParams {
                 field: e.field,
                 message: e.message,

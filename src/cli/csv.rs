@@ -83,7 +83,8 @@ pub fn csv_row(
     let (active, size, pivots, min_gap) = match report {
         Some(r) => (r.active_contacts(), r.lcp_size, r.pivots, r.min_gap),
         None => {
-            let near = model.contacts(&state.q, params.edges, model.length_scale());
+            let near =
+                crate::collision::contacts(model, &state.q, params.edges, model.length_scale());
             let gap = near.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
             (0, 0, 0, gap)
         }

@@ -5,6 +5,7 @@ mod csv;
 mod lcp_cmd;
 pub mod limits;
 mod output;
+mod overrides;
 mod progress;
 mod run;
 
@@ -80,7 +81,7 @@ pub enum Command {
     },
 }
 
-pub use crate::params::Overrides;
+pub use overrides::Overrides;
 
 /// Arguments of `contactlab run`.
 #[derive(Debug, Clone, Args)]

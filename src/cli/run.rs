@@ -19,17 +19,18 @@ use crate::params::{FrictionCone, Params, SolverKind};
 use crate::scene::{self, Scene};
 use crate::sim::Simulation;
 
-/// The scene's parameters with the flags applied ([`Params::with_overrides`]),
+/// The scene's parameters with the flags applied ([`Overrides::apply`]),
 /// as a one-line error naming the flag and the scene.
 pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
-    scene.params.with_overrides(&scene.model, o).map_err(|e| {
-        format!(
-            "{}: {} (scene {})",
-            e.flag(),
-            e.message,
-            scene.path.display()
-        )
-    })
+    o.apply(&scene.params, &scene.model.features())
+        .map_err(|e| {
+            format!(
+                "{}: {} (scene {})",
+                e.flag(),
+                e.message,
+                scene.path.display()
+            )
+        })
 }
 
 /// Runs the scene and writes the CSV.

@@ -39,6 +39,32 @@ pub enum Shape {
     },
 }
 
+impl Shape {
+    /// Radius of a ball about the body origin that contains the solid, m.
+    pub fn bounding_radius(&self) -> f64 {
+        match *self {
+            Self::Sphere { radius } => radius,
+            Self::Capsule {
+                half_length,
+                radius,
+            } => half_length + radius,
+            Self::Box { half_extents } => Vector3::from(half_extents).norm(),
+        }
+    }
+
+    /// Radius of a disk about the body origin that contains the shape's
+    /// section in the x–y plane, m (a box's z extent left out).
+    pub fn planar_bounding_radius(&self) -> f64 {
+        match *self {
+            Self::Box { half_extents } => {
+                let [hx, hy, _] = half_extents;
+                (hx * hx + hy * hy).sqrt()
+            }
+            _ => self.bounding_radius(),
+        }
+    }
+}
+
 /// One contact between two shapes, in world coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairContact {

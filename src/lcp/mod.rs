@@ -333,7 +333,7 @@ pub enum LcpStatus {
     MaxPivots,
     /// The basis became singular or the final solution failed its residual check.
     NumericalFailure,
-    /// An iterative solver (NSGS, [`crate::stepper::nsgs`]) reached its sweep
+    /// An iterative solver (NSGS) reached its sweep
     /// limit before its residual fell below the tolerance.
     SweepLimit,
 }

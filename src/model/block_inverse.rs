@@ -121,7 +121,7 @@ impl BlockInverse {
 
 /// Disjoint sets of 0..n (union by smaller root, path halving): the
 /// components of W here, the independent parts of the LCP (24) in
-/// [`crate::stepper::assembly::Impulses::parts`].
+/// the dense contact assembly (`Impulses::parts` of the solver layer).
 pub(crate) struct DisjointSets {
     parent: Vec<usize>,
 }

@@ -6,12 +6,11 @@
 //! −(γ φ + δ ∇φᵀv) ∇φ, so a stepper can put γ∇φ∇φᵀ and δ∇φ∇φᵀ into M̂ (32).
 //!
 //! Coefficients: a spring part takes the element's own `stiffness` when the
-//! scene gives one, otherwise the scene-wide [`Params::stiffness`]; a damper
-//! part likewise takes `damping` or [`Params::damping`]. So the viewer's sliders
-//! drive every element that does not fix its own value.
+//! scene gives one, otherwise the scene-wide [`Coefficients::stiffness`]; a
+//! damper part likewise takes `damping` or [`Coefficients::damping`]. So the
+//! viewer's sliders drive every element that does not fix its own value.
 
 use super::rigid::{Dimension, RigidSystem};
-use crate::params::Params;
 use nalgebra::{DVector, Vector3};
 use serde::{Deserialize, Serialize};
 
@@ -83,13 +82,23 @@ pub struct ForceElement {
     pub rest: f64,
     /// The twist axes of a spatial `Angle` element (`None` in the plane).
     pub twist: Option<Twist>,
-    /// Own spring stiffness γ (N/m or N·m/rad); `None`: [`Params::stiffness`].
+    /// Own spring stiffness γ (N/m or N·m/rad); `None`: the scene-wide [`Coefficients::stiffness`].
     pub stiffness: Option<f64>,
-    /// Own damping δ (N·s/m or N·m·s/rad); `None`: [`Params::damping`].
+    /// Own damping δ (N·s/m or N·m·s/rad); `None`: the scene-wide [`Coefficients::damping`].
     pub damping: Option<f64>,
 }
 
-/// One element evaluated at q with the live parameters.
+/// The scene-wide coefficients of the springs and dampers that set none of
+/// their own (the live parameters' stiffness and damping).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Coefficients {
+    /// Spring stiffness γ, N/m (N·m/rad for an angle).
+    pub stiffness: f64,
+    /// Damping δ, N·s/m (N·m·s/rad for an angle).
+    pub damping: f64,
+}
+
+/// One element evaluated at q with the live coefficients.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElementState {
     /// φ(q): stretch beyond the rest length (m) or angle beyond rest (rad).
@@ -103,19 +112,19 @@ pub struct ElementState {
 }
 
 impl ForceElement {
-    /// γ in effect under `params` (0 without a spring part).
-    pub fn stiffness(&self, params: &Params) -> f64 {
+    /// γ in effect under the scene-wide `defaults` (0 without a spring part).
+    pub fn stiffness(&self, defaults: Coefficients) -> f64 {
         if self.kind.has_spring() {
-            self.stiffness.unwrap_or(params.stiffness)
+            self.stiffness.unwrap_or(defaults.stiffness)
         } else {
             0.0
         }
     }
 
-    /// δ in effect under `params` (0 without a damper part).
-    pub fn damping(&self, params: &Params) -> f64 {
+    /// δ in effect under the scene-wide `defaults` (0 without a damper part).
+    pub fn damping(&self, defaults: Coefficients) -> f64 {
         if self.kind.has_damper() {
-            self.damping.unwrap_or(params.damping)
+            self.damping.unwrap_or(defaults.damping)
         } else {
             0.0
         }
@@ -173,7 +182,7 @@ impl ForceElement {
         &self,
         system: &RigidSystem,
         q: &DVector<f64>,
-        params: &Params,
+        defaults: Coefficients,
     ) -> ElementState {
         let mut gradient = DVector::zeros(system.dof());
         let phi = self.measure_at(system, q) - self.rest;
@@ -208,8 +217,8 @@ impl ForceElement {
         ElementState {
             phi,
             gradient,
-            stiffness: self.stiffness(params),
-            damping: self.damping(params),
+            stiffness: self.stiffness(defaults),
+            damping: self.damping(defaults),
         }
     }
 }
@@ -225,11 +234,11 @@ pub fn element_forces(
     system: &RigidSystem,
     q: &DVector<f64>,
     v: &DVector<f64>,
-    params: &Params,
+    defaults: Coefficients,
 ) -> DVector<f64> {
     let mut k = DVector::zeros(system.dof());
     for element in &system.elements {
-        let e = element.evaluate(system, q, params);
+        let e = element.evaluate(system, q, defaults);
         let magnitude = e.stiffness * e.phi + e.damping * e.gradient.dot(v);
         k -= e.gradient * magnitude;
     }
@@ -237,12 +246,12 @@ pub fn element_forces(
 }
 
 /// The energy stored in the springs, Σ ½ γ φ², J.
-pub fn spring_energy(system: &RigidSystem, q: &DVector<f64>, params: &Params) -> f64 {
+pub fn spring_energy(system: &RigidSystem, q: &DVector<f64>, defaults: Coefficients) -> f64 {
     system
         .elements
         .iter()
         .map(|element| {
-            let gamma = element.stiffness(params);
+            let gamma = element.stiffness(defaults);
             if gamma == 0.0 {
                 return 0.0;
             }

@@ -5,7 +5,6 @@
 //! The coordinates are named (the CSV gets `C` and `C.dot` per coordinate C).
 
 use super::{Contact, ContactId, ContactJacobian, ImpactCoefficients, Other};
-use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
 
 /// A harmonic generalized force a cos(ω t + φ).
@@ -97,13 +96,7 @@ impl LinearSystem {
     }
 
     /// f₀ + Σ a cos(ωt + φ) − K q − C v.
-    pub fn forces(
-        &self,
-        q: &DVector<f64>,
-        v: &DVector<f64>,
-        t: f64,
-        _params: &Params,
-    ) -> DVector<f64> {
+    pub fn forces(&self, q: &DVector<f64>, v: &DVector<f64>, t: f64) -> DVector<f64> {
         let mut k = &self.constant_force - &self.stiffness * q - &self.damping * v;
         for h in &self.harmonics {
             k += &h.amplitude * (h.omega * t + h.phase).cos();
@@ -112,7 +105,7 @@ impl LinearSystem {
     }
 
     /// ½ qᵀK q − f₀ᵀq, J.
-    pub fn potential_energy(&self, q: &DVector<f64>, _params: &Params) -> f64 {
+    pub fn potential_energy(&self, q: &DVector<f64>) -> f64 {
         0.5 * q.dot(&(&self.stiffness * q)) - self.constant_force.dot(q)
     }
 

@@ -7,28 +7,23 @@
 //! only [`Model`], [`State`] and [`Contact`]; they never look at shapes.
 
 pub mod block_inverse;
-pub mod contact_set;
+pub mod contact;
 pub mod element;
 pub mod jacobian;
 pub mod joint;
 pub mod linear;
-pub mod margin;
-pub mod pair_memo;
 pub mod perturbation;
-pub mod reuse;
 pub mod rigid;
 
-use crate::params::Params;
+use crate::params::{ModelFeatures, Params};
 use nalgebra::{DMatrix, DVector, Vector3};
-use serde::{Deserialize, Serialize};
 
 pub use block_inverse::{BlockInverse, Component};
-pub use contact_set::{BroadPhase, ContactSet, LastSweep};
-pub use element::{ElementKind, ElementState, ForceElement, Measure, Twist};
+pub use contact::{Contact, ContactFrame, ContactId, Other};
+pub use element::{Coefficients, ElementKind, ElementState, ForceElement, Measure, Twist};
 pub use jacobian::{Block, ContactJacobian};
 pub use joint::{Joint, JointKind, JointRows};
 pub use linear::{AffineContact, Harmonic, LinearSystem};
-pub use margin::{Margin, Reaches};
 pub use perturbation::{Perturbation, PerturbationForce};
 pub use rigid::{Body, BodyHit, Dimension, HalfSpace, Load, RigidSystem};
 
@@ -45,69 +40,9 @@ pub struct State {
     pub t: f64,
 }
 
-/// What the second side of a contact is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Other {
-    /// Another body, by index.
-    Body(usize),
-    /// A static surface (half-space), by index.
-    Surface(usize),
-    /// The fixed frame of a linear system's affine contact.
-    World,
-}
-
-/// The identity of a potential contact, stable across steps while the same
-/// features touch. The active set of Stewart–Trinkle §4 is a set of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ContactId {
-    /// The first body (or, in a linear system, the contact's index).
-    pub a: usize,
-    /// The other side.
-    pub b: Other,
-    /// Which feature pair (corner, end cap, manifold point, …).
-    pub feature: u32,
-    /// 0 for a contact the geometry found. k ≥ 1 names the k-th cutting
-    /// plane a Stewart–Trinkle step took at one of its iterates' end points
-    /// (a row of that step's LCP only, never reported nor kept in the active
-    /// set): it can never equal a found contact's identity.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cut: u32,
-}
-
-/// Serde: a found contact's identity is written without its `cut`.
-fn is_zero(cut: &u32) -> bool {
-    *cut == 0
-}
-
-/// Where a contact is in the world, for drawing and reports.
-#[derive(Debug, PartialEq)]
-pub struct ContactFrame {
-    /// Contact point on the first body, world frame, m.
-    pub point: Vector3<f64>,
-    /// Unit normal pointing from the other side into the first body.
-    pub normal: Vector3<f64>,
-    /// The unit friction directions t(θᵢ) in the world (the pyramid's edges).
-    pub tangents: Vec<Vector3<f64>>,
-}
-
-/// A potential contact evaluated at some configuration q.
-#[derive(Debug, PartialEq)]
-pub struct Contact {
-    /// Stable identity.
-    pub id: ContactId,
-    /// Signed gap f(q), m (negative when penetrating).
-    pub gap: f64,
-    /// Generalized normal n = ∇f(q) and friction directions D = [d₁ … d_k]
-    /// (Stewart–Trinkle §3) in velocity coordinates, on the touching bodies'
-    /// blocks only.
-    pub jacobian: ContactJacobian,
-    /// The contact in world coordinates (absent for linear systems).
-    pub frame: Option<ContactFrame>,
-}
-
 /// A contact's or a material's coefficients of Newton's impact law
 /// (Glocker–Studer (11): ξ_N = γ_N⁺ + ε_N γ_N⁻, ξ_T = γ_T⁺ + ε_T γ_T⁻). `None`
-/// takes the scene-wide default: ε_N = `params.restitution`, ε_T = 0.
+/// takes the scene-wide default: ε_N = [`Params::restitution`], ε_T = 0.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ImpactCoefficients {
     /// Normal restitution ε_N ∈ [0, 1].
@@ -131,10 +66,11 @@ impl ImpactCoefficients {
         }
     }
 
-    /// (ε_N, ε_T) with the defaults filled in.
-    pub fn resolve(self, params: &Params) -> (f64, f64) {
+    /// (ε_N, ε_T) with the defaults filled in: ε_N = `restitution` (the
+    /// scene-wide coefficient), ε_T = 0.
+    pub fn resolve(self, restitution: f64) -> (f64, f64) {
         (
-            self.normal.unwrap_or(params.restitution),
+            self.normal.unwrap_or(restitution),
             self.tangential.unwrap_or(0.0),
         )
     }
@@ -235,9 +171,11 @@ impl Model {
     ) -> DVector<f64> {
         match self {
             Self::Rigid(s) => {
-                s.forces(q, v) + s.load_forces(t) + element::element_forces(s, q, v, params)
+                s.forces(q, v)
+                    + s.load_forces(t)
+                    + element::element_forces(s, q, v, coefficients(params))
             }
-            Self::Linear(s) => s.forces(q, v, t, params),
+            Self::Linear(s) => s.forces(q, v, t),
         }
     }
 
@@ -249,7 +187,7 @@ impl Model {
             Self::Rigid(s) => s.forces(q, &DVector::zeros(s.dof())) + s.load_forces(t),
             Self::Linear(s) => {
                 let zero = DVector::zeros(s.dof());
-                s.forces(&zero, &zero, t, &Params::default())
+                s.forces(&zero, &zero, t)
             }
         }
     }
@@ -295,7 +233,7 @@ impl Model {
             Self::Rigid(s) => s
                 .elements
                 .iter()
-                .map(|e| e.evaluate(s, q, params))
+                .map(|e| e.evaluate(s, q, coefficients(params)))
                 .collect(),
             Self::Linear(_) => Vec::new(),
         }
@@ -309,6 +247,17 @@ impl Model {
                 values: DVector::zeros(0),
                 gradients: DMatrix::zeros(s.dof(), 0),
             },
+        }
+    }
+
+    /// What the parameters are checked against ([`Params::validate`]).
+    pub fn features(&self) -> ModelFeatures {
+        ModelFeatures {
+            planar: self.is_planar(),
+            rigid: matches!(self, Self::Rigid(_)),
+            joints: self.has_joints(),
+            springs_take_stiffness: self.uses_stiffness(),
+            dampers_take_damping: self.uses_damping(),
         }
     }
 
@@ -380,80 +329,6 @@ impl Model {
         }
     }
 
-    /// All potential contacts at q whose gap is at most `margin`, with k = `edges`
-    /// friction directions in space.
-    pub fn contacts(&self, q: &DVector<f64>, edges: usize, margin: f64) -> Vec<Contact> {
-        let mut set = ContactSet::default();
-        self.contacts_into(q, edges, margin, &mut set, 1);
-        set.into_vec()
-    }
-
-    /// [`Self::contacts`] into `out` (its contents replaced, its storage
-    /// reused), the narrow phase on up to `threads` (1 or 2) threads.
-    pub fn contacts_into<'m>(
-        &self,
-        q: &DVector<f64>,
-        edges: usize,
-        margin: impl Into<Margin<'m>>,
-        out: &mut ContactSet,
-        threads: usize,
-    ) {
-        self.contacts_reusing(q, edges, margin, out, threads, None, &mut Vec::new());
-    }
-
-    /// [`Self::contacts_into`], copying what `reuse` keeps from an earlier
-    /// search ([`reuse`]); `sources` as [`RigidSystem::contacts_reusing`]
-    /// gives them (a linear system computes every contact).
-    #[allow(clippy::too_many_arguments)]
-    pub fn contacts_reusing<'m>(
-        &self,
-        q: &DVector<f64>,
-        edges: usize,
-        margin: impl Into<Margin<'m>>,
-        out: &mut ContactSet,
-        threads: usize,
-        reuse: Option<reuse::Reuse<'_, Contact>>,
-        sources: &mut Vec<usize>,
-    ) {
-        let margin = margin.into();
-        match self {
-            Self::Rigid(s) => s.contacts_reusing(q, edges, margin, out, threads, reuse, sources),
-            Self::Linear(s) => {
-                out.clear();
-                for c in s.contacts(q, margin.widest()) {
-                    out.push(c);
-                }
-                sources.clear();
-                if reuse.is_some() {
-                    sources.resize(out.len(), rigid::NOT_COPIED);
-                }
-            }
-        }
-    }
-
-    /// [`Self::gaps_into`], copying what `reuse` keeps from an earlier
-    /// search ([`reuse`]).
-    pub fn gaps_reusing<'m>(
-        &self,
-        q: &DVector<f64>,
-        margin: impl Into<Margin<'m>>,
-        out: &mut Vec<(ContactId, f64)>,
-        broad: &mut BroadPhase,
-        threads: usize,
-        reuse: Option<reuse::Reuse<'_, (ContactId, f64)>>,
-    ) {
-        let margin = margin.into();
-        out.clear();
-        match self {
-            Self::Rigid(s) => s.gaps_reusing(q, margin, out, broad, threads, reuse),
-            Self::Linear(s) => out.extend(
-                s.contacts(q, margin.widest())
-                    .into_iter()
-                    .map(|c| (c.id, c.gap)),
-            ),
-        }
-    }
-
     /// Per body, into `keep`, whether its coordinates in `a` and `b` (its
     /// velocities with `velocity`, else its position coordinates) are the
     /// same to the bit; fixed bodies are always kept. Whether any moving body
@@ -494,27 +369,6 @@ impl Model {
         any
     }
 
-    /// The identities and gaps of [`Self::contacts`] at q, without their
-    /// Jacobians (cheaper where only the gaps are wanted).
-    pub fn gaps(&self, q: &DVector<f64>, margin: f64) -> Vec<(ContactId, f64)> {
-        let mut out = Vec::new();
-        self.gaps_into(q, margin, &mut out, &mut BroadPhase::default(), 1);
-        out
-    }
-
-    /// [`Self::gaps`] into `out` (its contents replaced), with the broad
-    /// phase's work space `broad`.
-    pub fn gaps_into<'m>(
-        &self,
-        q: &DVector<f64>,
-        margin: impl Into<Margin<'m>>,
-        out: &mut Vec<(ContactId, f64)>,
-        broad: &mut BroadPhase,
-        threads: usize,
-    ) {
-        self.gaps_reusing(q, margin, out, broad, threads, None);
-    }
-
     /// A bound on how fast any gap can close at velocities `v`: the largest
     /// point speed of a rigid body (centre speed plus |ω| times its bounding
     /// radius), or max |vᵢ| times the length scale (at least 1) for a linear
@@ -533,8 +387,10 @@ impl Model {
             Self::Linear(s) => 0.5 * v.dot(&(s.mass_matrix() * v)),
         };
         let potential = match self {
-            Self::Rigid(s) => s.potential_energy(q) + element::spring_energy(s, q, params),
-            Self::Linear(s) => s.potential_energy(q, params),
+            Self::Rigid(s) => {
+                s.potential_energy(q) + element::spring_energy(s, q, coefficients(params))
+            }
+            Self::Linear(s) => s.potential_energy(q),
         };
         (kinetic, potential)
     }
@@ -547,7 +403,7 @@ impl Model {
             Self::Rigid(s) => s.impact_coefficients(id),
             Self::Linear(s) => s.impact_coefficients(id),
         };
-        coefficients.resolve(params)
+        coefficients.resolve(params.restitution)
     }
 
     /// Whether contacts carry 2 friction directions (plane) or k (space).
@@ -564,6 +420,15 @@ impl Model {
             Self::Rigid(s) => s.length_scale(),
             Self::Linear(_) => 1.0,
         }
+    }
+}
+
+/// The live parameters' coefficients for the force elements that set none
+/// of their own.
+fn coefficients(params: &Params) -> Coefficients {
+    Coefficients {
+        stiffness: params.stiffness,
+        damping: params.damping,
     }
 }
 

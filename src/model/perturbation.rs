@@ -5,7 +5,7 @@
 //! The force F = k (x_target − p) − c ṗ acts at the grab point p, so the body
 //! also feels the torque (p − x_com) × F. It is evaluated once per step, at
 //! the state the step starts from ([`super::RigidSystem::hold_perturbation`],
-//! which [`crate::sim::Simulation::step`] calls), and held constant through
+//! which the simulation calls before each step), and held constant through
 //! the step as an external load: every scheme then receives the same force in
 //! its force term (k of Stewart–Trinkle (25), Moreau–Jean's h·f, k₁ of
 //! Anitescu–Potra (26)), explicit in all of them. With the stiffness scaled

@@ -506,7 +506,8 @@ mod tests {
         assert!(Format::of_path(Path::new("a")).is_err());
     }
 
-    /// `record --out x.gif` without `--fps` used to fail: the default was 60.
+    /// Every format's default frame rate is one it accepts (`record --out
+    /// x.gif` without `--fps`).
     #[test]
     fn every_format_accepts_its_default_rate() {
         for path in ["a.mp4", "a.gif", "frames/"] {

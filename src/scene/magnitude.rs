@@ -1,31 +1,13 @@
-//! The magnitude rule for scene files: every number is finite and at most
-//! [`MAX_MAGNITUDE`] in SI units.
-//!
-//! The dynamics multiply inputs together: energies ½mv² and ½k d², spring
-//! forces k·d, the Delassus blocks h·JM⁻¹Jᵀ with lever arms squared, and
-//! Lemke's pivots multiply those again. Inputs near f64's 1.8e308 overflow to
-//! `inf` in the first step (a spring anchored at 1e308 once hung nalgebra's
-//! SVD), and inputs past ~1e20 leave nothing of the smaller terms after
-//! rounding. 1e12 (a 10⁹ km lab, 10¹² kg, 10¹² N/m) keeps a product of a dozen
-//! inputs finite and is far beyond any scene the lab is for.
+//! Where a scene file breaks the magnitude rule ([`crate::magnitude`]): the
+//! first number that is not finite or above [`MAX_MAGNITUDE`], located in the
+//! text.
 //!
 //! The rule is checked once, generically, on the scene text read as a RON
 //! value tree, so that a field added later is covered without a new check.
 
 use super::locate::locate;
 
-/// The largest magnitude a number in a scene may have, SI units.
-pub const MAX_MAGNITUDE: f64 = 1e12;
-
-/// The smallest a mass (kg) or a body's size (m) may be: the dynamics divide
-/// by them (M⁻¹, lever arms in the inertia), and below 1/[`MAX_MAGNITUDE`]
-/// their reciprocals break the rule above (a mass of 5e-324 kg made M⁻¹
-/// infinite and the step's LCP unsolvable).
-pub const MIN_MASS_OR_SIZE: f64 = 1.0 / MAX_MAGNITUDE;
-
-/// The smallest principal inertia a scene may give, kg·m²: that of
-/// [`MIN_MASS_OR_SIZE`] kg at [`MIN_MASS_OR_SIZE`] m.
-pub const MIN_INERTIA: f64 = MIN_MASS_OR_SIZE * MIN_MASS_OR_SIZE * MIN_MASS_OR_SIZE;
+pub use crate::magnitude::{MAX_MAGNITUDE, MIN_INERTIA, MIN_MASS_OR_SIZE, allowed};
 
 /// The first number in `source` that breaks the rule, as (anchors to locate
 /// it, the field's path such as `bodies[2].position[1]`, the value). `None`
@@ -39,11 +21,6 @@ pub fn first_violation(source: &str) -> Option<(Vec<String>, String, f64)> {
     let mut anchors = Vec::new();
     let mut path = String::new();
     walk(&value, &mut anchors, &mut path)
-}
-
-/// Whether `x` is allowed.
-pub fn allowed(x: f64) -> bool {
-    x.is_finite() && x.abs() <= MAX_MAGNITUDE
 }
 
 fn walk(

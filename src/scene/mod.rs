@@ -319,7 +319,7 @@ fn build(file: SceneFile, source: &str, path: &Path) -> Result<Scene, SceneError
         SystemSpec::Rigid(spec) => build_rigid(spec, &check)?,
         SystemSpec::Linear(spec) => linear::build_linear(spec, &check)?,
     };
-    params.validate(&model).map_err(|e| {
+    params.validate(&model.features()).map_err(|e| {
         check.error(
             &["params", e.field],
             format!("params.{}", e.field),

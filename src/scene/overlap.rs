@@ -29,8 +29,7 @@ pub struct Overlap {
 /// The deepest overlap at `state` beyond [`tolerance`], if any.
 pub fn deepest(model: &Model, state: &State, edges: usize) -> Option<Overlap> {
     let limit = tolerance(model);
-    model
-        .contacts(&state.q, edges, 0.0)
+    crate::collision::contacts(model, &state.q, edges, 0.0)
         .into_iter()
         .filter(|c| c.gap < -limit)
         .min_by(|x, y| x.gap.total_cmp(&y.gap))

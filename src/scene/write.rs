@@ -6,7 +6,7 @@
 //! t = 0, follows the trajectory the running one takes from t. The steppers'
 //! memory is not part of a scene file: the saved scene starts cold, which
 //! can change the last bits of a step (a snapshot keeps them; see
-//! [`crate::sim::snapshot`]).
+//! the snapshots of a simulation).
 
 use super::Scene;
 use super::spec::{Orientation, SceneFile, SystemSpec};
@@ -116,5 +116,5 @@ pub fn save(scene: &Scene, state: &State, params: &Params, path: &Path) -> Resul
     let text = to_ron(&file, &comment)?;
     // What is written must load: check before the file appears.
     super::parse(&text, path).map_err(|e| format!("the saved scene would not load: {e}"))?;
-    crate::sim::snapshot::write_atomically(path, &text)
+    crate::atomic_file::write(path, &text)
 }

@@ -79,7 +79,7 @@ impl Snapshot {
     /// a failed write leaves nothing half written).
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let text = self.to_ron()?;
-        write_atomically(path, &text)
+        crate::atomic_file::write(path, &text)
     }
 
     /// Reads a snapshot file; errors name the file, line, column and field.
@@ -174,21 +174,4 @@ impl Snapshot {
 pub fn load_into(sim: &mut Simulation, path: &Path) -> Result<(), SceneError> {
     let (snapshot, source) = Snapshot::load(path)?;
     snapshot.apply(sim, &source, path)
-}
-
-/// Writes `text` to `path` through a temporary file in the same directory.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
-    let temporary = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&temporary, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        format!("{}: {e}", path.display())
-    })
 }

@@ -3,7 +3,6 @@
 
 use super::Simulation;
 use crate::geometry::Shape;
-use crate::model::rigid::bounding_radius;
 use crate::model::{Dimension, Model};
 use crate::scene::{BodySpec, Orientation};
 use nalgebra::Vector3;
@@ -55,7 +54,7 @@ pub fn projectile(
         system
             .bodies
             .iter()
-            .map(|b| bounding_radius(&b.shape))
+            .map(|b| b.shape.bounding_radius())
             .collect(),
     )
     .map_or(0.05, |r| 0.5 * r);

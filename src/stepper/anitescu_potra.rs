@@ -11,7 +11,7 @@
 //! - x = vˡ⁺¹ and y = c_ν are eliminated as in Theorem 2.1: with
 //!   W = M̂⁻¹ − M̂⁻¹ν (νᵀM̂⁻¹ν)⁻¹ νᵀM̂⁻¹ the velocity is vˡ⁺¹ = W(M vˡ + h k̂ + J z),
 //!   leaving the LCP (24) in z = (β̃, c̃_n, λ̃) with G = JᵀWJ — the layout of
-//!   [`super::assembly`] with W in place of M⁻¹.
+//!   [`crate::solver::lemke::assembly`] with W in place of M⁻¹.
 //! - active set (§3): contacts touching at qˡ plus those active before; a
 //!   contact leaves when its normal velocity is positive after the solve. A
 //!   contact that closes within the step is a collision: the collision time is
@@ -26,19 +26,17 @@
 //!   Θ = 0, Φ = 0 in the metric of M (positions only; the velocity is kept).
 
 use super::StepTimings;
-use super::assembly::Layout;
-use super::driver::{ActiveSet, Advance, Scheme};
 use super::projection::project;
 use super::report::EndGap;
+use super::scheme::{Advance, Scheme};
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, Failed};
+use super::step::ActiveSet;
 use super::step::{Detached, Solver, Step};
-use super::warm::Form;
+use crate::collision::{self, ContactSet};
 use crate::lcp::LcpStatus;
-use crate::model::{
-    BlockInverse, Component, Contact, ContactId, ContactSet, MassInverse, Model, State,
-};
+use crate::model::{BlockInverse, Component, Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
+use crate::solver::{ContactProblem, ContactSolution, Failed, Form, Layout, SolverOptions};
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -62,7 +60,7 @@ impl AnitescuPotra {
 /// One solve of (12)–(16) and the velocity scale of its tolerances.
 struct Velocity {
     solved: ContactSolution,
-    /// max(|v*|, |v|, [`StepSettings::velocity_floor`]), m/s.
+    /// max(|v*|, |v|, [`crate::solver::LemkeSettings::velocity_floor`]), m/s.
     scale: f64,
 }
 
@@ -92,7 +90,7 @@ impl Scheme for AnitescuPotra {
             lcp_build: &mut step.lcp_build,
         };
         let h = params.dt;
-        let touch = settings.touch_tolerance * model.length_scale().max(1.0);
+        let touch = settings.touch_distance * model.length_scale().max(1.0);
         let margin = settings.contact_margin(model, &state.v, h);
         let (mut q, mut v, mut t) = (state.q.clone(), state.v.clone(), state.t);
         let mut remaining = h;
@@ -381,7 +379,7 @@ impl Posed {
             self.free
                 .amax()
                 .max(state.v.amax())
-                .max(settings.velocity_floor)
+                .max(settings.lemke.velocity_floor)
         } else {
             1.0
         }
@@ -406,8 +404,12 @@ pub fn solve_velocity(
 ) -> ContactSolution {
     let settings = StepSettings::default();
     let mut parts = Detached::default();
-    parts.solver.keep_lcp = record_lcp.then_some(usize::MAX);
-    let mut step = parts.step(model, params, state, &settings);
+    let options = SolverOptions {
+        threads: settings.threads,
+        keep_lcp: record_lcp.then_some(usize::MAX),
+        ..SolverOptions::lemke(settings.lemke)
+    };
+    let mut step = parts.step_with(model, params, state, &settings, options);
     let mut mixed = Mixed {
         model,
         params,
@@ -466,7 +468,7 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
         return Some(inverse);
     }
     let minv_nu = &inverse * nu;
-    let s_plus = super::assembly::pseudo_inverse(nu.tr_mul(&minv_nu))?;
+    let s_plus = crate::solver::linalg::pseudo_inverse(nu.tr_mul(&minv_nu))?;
     let nu_t_minv = nu.transpose() * &inverse;
     Some(&inverse - minv_nu * s_plus * nu_t_minv)
 }
@@ -485,8 +487,7 @@ fn collision_fraction(
 ) -> f64 {
     let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
     let gap = |s: f64| {
-        model
-            .gaps(&model.integrate(q, v, s * h), reach)
+        collision::gaps(model, &model.integrate(q, v, s * h), reach)
             .into_iter()
             .find(|c| c.0 == id)
             .map(|c| c.1)

@@ -12,57 +12,22 @@
 
 use super::anitescu_potra::AnitescuPotra;
 use super::moreau_jean::MoreauJean;
-use super::report::{self, EndGap, Ending};
+use super::report::{self, Ending};
+use super::scheme::Scheme;
 use super::settings::StepSettings;
-use super::solve::{ContactSolution, ContactSolver, Failed, SolveBuffers};
+use super::step::ActiveSet;
 use super::step::{Buffers, Lent, ScratchSlot, Step};
 use super::stewart_trinkle::StewartTrinkle;
 use super::{ContactReport, StepReport, StepTimings};
+use crate::collision::BroadPhase;
 use crate::lcp::LcpStatus;
-use crate::model::{BroadPhase, ContactId, Model, State};
+use crate::model::{ContactId, Model, State};
 use crate::params::{Params, StepperKind};
-use nalgebra::DVector;
+use crate::solver::{ContactSolver, SolveBuffers};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The contacts a scheme keeps active from one step to the next
-/// (Stewart–Trinkle §4, Anitescu–Potra §3), by identity.
-pub type ActiveSet = BTreeSet<ContactId>;
-
-/// A time-stepping scheme: how one step poses and solves its contact
-/// problems. It keeps no memory of its own; what it needs from the last
-/// step comes through [`Step`] and what the next step needs goes back in
-/// [`Advance`], so a failed step leaves nothing half updated.
-pub trait Scheme {
-    /// Advances `step.state` by `step.params.dt`: the end of the step and
-    /// the solve it ended with, or the solve that failed.
-    fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed>;
-}
-
-/// The end of an accepted step, as a scheme hands it to the driver (with
-/// the final solve's contacts and the end gaps in [`Buffers`]).
-pub struct Advance {
-    /// Generalized coordinates at the end of the step.
-    pub q: DVector<f64>,
-    /// Generalized velocities at the end of the step.
-    pub v: DVector<f64>,
-    /// The final solve, posed over [`Buffers::solved`].
-    pub solution: ContactSolution,
-    /// The scale slip speeds are compared with, m/s.
-    pub velocity_scale: f64,
-    /// The gap reported for a contact of the solve not among
-    /// [`Buffers::end_gaps`].
-    pub missing: EndGap,
-    /// The active set the next step starts from (empty for a scheme that
-    /// chooses its index set afresh each step).
-    pub active: ActiveSet,
-    /// The deepest end-of-step gap the scheme promises, m (negative), or
-    /// `None` where it promises none ([`StepReport::gap_bound`]).
-    pub gap_bound: Option<f64>,
-}
 
 /// What a stepper remembers between steps: the scheme it stepped with, that
 /// scheme's active set and the contact solver's caches (warm-start bases by
@@ -151,8 +116,6 @@ impl Stepper {
             self.memory = StepperMemory::cold(params.stepper);
         }
         let memory = &mut self.memory;
-        memory.solver.begin_step(params, &self.settings);
-        memory.solver.keep_lcp = self.keep_lcp;
         if self.workspace.try_lock().is_err() {
             // Held by a clone stepping elsewhere (or left poisoned).
             self.workspace = Arc::default();
@@ -170,7 +133,16 @@ impl Stepper {
             buffers: &mut work.buffers,
             scratch: &mut work.scratch,
         };
-        let mut step = Step::new(model, params, state, &self.settings, &memory.active, lent);
+        let options = self.settings.solver_options(params, self.keep_lcp);
+        let mut step = Step::new(
+            model,
+            params,
+            state,
+            &self.settings,
+            &memory.active,
+            lent,
+            options,
+        );
         let outcome = scheme(params.stepper).advance(&mut step);
         let timings = StepTimings {
             geometry: step.geometry.time(),

@@ -1,89 +1,23 @@
-//! Time-stepping schemes. A stepper turns the model's contacts at the current
-//! state into an LCP, solves it with [`crate::lcp::lemke`] (or NSGS), and
-//! applies the impulses to get the next state and a [`StepReport`].
+//! Time-stepping schemes: each turns the model's contacts at the current
+//! state into contact problems, has the solver layer ([`crate::solver`])
+//! solve them, and applies the impulses to get the next state and a
+//! [`StepReport`].
 //!
-//! One pipeline ([`driver::Stepper`]) runs every step: it finds contacts,
-//! solves the contact problems with the one solver ([`solve`]) and its warm
-//! start ([`warm`]), and builds the reports ([`report`]); each scheme —
-//! [`StewartTrinkle`], [`MoreauJean`], [`AnitescuPotra`] — implements
-//! [`driver::Scheme`] with only what is its own. Contact geometry, Jacobians
-//! and friction pyramids come from the model; the LCP assembly shared by the
-//! schemes lives in [`assembly`], the tolerances in [`settings`].
+//! One driver ([`driver::Stepper`]) runs every step and chooses among the
+//! schemes — [`StewartTrinkle`], [`MoreauJean`], [`AnitescuPotra`] — each of
+//! which implements [`Scheme`] with only what is its own. What the driver
+//! lends a scheme for one step is a [`step::Step`]; the schemes' numerical
+//! settings are in [`settings`], the reports' shared parts in [`report`].
 
-/// Defines a function (safe or `unsafe`) whose body runs compiled for AVX2
-/// when the processor has it (checked once per call, cached by the
-/// standard library), and as compiled for the baseline otherwise. NSGS's
-/// kernels (a contact's three rows on one or two blocks of six velocities,
-/// the acceleration's passes) then run on 256-bit registers: the
-/// 1,000-grain silo's step took 10 % less CPU time. Rust never fuses a multiplication
-/// and an addition into one rounding on its own, and the compiler may not
-/// reorder floating-point sums, so both versions give the same bits (a
-/// hash of q and v after 0.3 s of the silos of 1,000 and 5,000 grains, the
-/// hourglass and the avalanche, with the dispatch on and off).
-macro_rules! with_avx2 {
-    (
-        $(#[$meta:meta])*
-        unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
-    ) => {
-        $(#[$meta])*
-        unsafe fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            unsafe fn baseline($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
-            unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
-                // SAFETY: the outer function's contract.
-                unsafe { baseline($($arg),*) }
-            }
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the outer function's contract, on a processor
-                // with AVX2 (checked).
-                return unsafe { avx2($($arg),*) };
-            }
-            // SAFETY: the outer function's contract.
-            unsafe { baseline($($arg),*) }
-        }
-    };
-    (
-        $(#[$meta:meta])*
-        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
-    ) => {
-        $(#[$meta])*
-        fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            fn baseline($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
-            fn avx2($($arg: $ty),*) $(-> $ret)? {
-                baseline($($arg),*)
-            }
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the processor has AVX2 (checked).
-                return unsafe { avx2($($arg),*) };
-            }
-            baseline($($arg),*)
-        }
-    };
-}
-
-pub mod anderson;
 pub mod anitescu_potra;
-pub mod assembly;
-pub mod contact_lcp;
-pub mod coulomb_cone;
 pub mod driver;
-pub mod glocker_studer;
 pub mod moreau_jean;
-pub mod nsgs;
 pub mod projection;
 pub mod report;
+pub mod scheme;
 pub mod settings;
-pub mod solve;
 pub mod step;
 pub mod stewart_trinkle;
-pub mod warm;
 
 use crate::lcp::{Lcp, LcpStatus};
 use crate::model::{ContactFrame, ContactId};
@@ -91,8 +25,9 @@ use nalgebra::Vector3;
 use std::time::Duration;
 
 pub use anitescu_potra::AnitescuPotra;
-pub use driver::{Scheme, Stepper, StepperMemory};
+pub use driver::{Stepper, StepperMemory};
 pub use moreau_jean::{Impact, ImpactError, MoreauJean, impact};
+pub use scheme::Scheme;
 pub use settings::StepSettings;
 pub use stewart_trinkle::StewartTrinkle;
 

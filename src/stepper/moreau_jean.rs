@@ -30,17 +30,17 @@
 //! velocity level only.
 
 use super::ContactReport;
-use super::driver::{ActiveSet, Advance, Scheme};
-use super::glocker_studer::{PlanarContact, PlanarImpactLcp};
 use super::report::{self, EndGap, Ending};
+use super::scheme::{Advance, Scheme};
 use super::settings::StepSettings;
-use super::solve::PlanarSolve;
-use super::solve::{Activation, ContactProblem, ContactSolution, Failed};
+use super::step::ActiveSet;
 use super::step::{Detached, Solver, Step};
-use super::warm::Form;
+use crate::collision::ContactSet;
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, ContactSet, Model, State};
+use crate::model::{Contact, ContactId, Model, State};
 use crate::params::{Params, SolverKind};
+use crate::solver::planar_impact::{PlanarContact, PlanarImpactLcp};
+use crate::solver::{Activation, ContactProblem, ContactSolution, Failed, Form, PlanarSolve};
 use nalgebra::DVector;
 use std::time::Instant;
 use thiserror::Error;
@@ -227,7 +227,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
     // Step 3b: 𝓗 = {i | g_Ni(q^M) ≤ 0}.
     sc.active.clear();
     sc.active.extend(candidates.iter().map(|c| c.gap <= 0.0));
-    let tolerance = settings.gap_tolerance * model.length_scale();
+    let tolerance = settings.relative_gap * model.length_scale();
     let lead = settings.activation_lead * h;
     let mut posing = Posing {
         model,
@@ -249,7 +249,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
             gaps: &sc.gaps,
             initially: &sc.active,
             lead,
-            tolerance,
+            depth: tolerance,
         };
         let solution = posing.index_set(candidates, Some(activation));
         return Solved {
@@ -445,15 +445,15 @@ mod tests {
         assert_eq!(params.solver, SolverKind::Nsgs);
         let h = params.dt;
         let settings = StepSettings::default();
-        let tolerance = settings.gap_tolerance * model.length_scale();
+        let tolerance = settings.relative_gap * model.length_scale();
         let mut state = scene.initial.clone();
         let mut parts = Detached::default();
         let (mut checked, mut joined) = (0, 0);
         for _ in 0..80 {
-            parts.solver.begin_step(params, &settings);
             let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
             let t_mid = state.t + 0.5 * h;
-            let mut step = parts.step(model, params, &state, &settings);
+            let options = settings.solver_options(params, None);
+            let mut step = parts.step_with(model, params, &state, &settings, options);
             let solved = solve(&mut step, &q_mid, t_mid, h);
             let solves = step.solver.solves();
             let solution = &solved.solution;

@@ -5,6 +5,7 @@
 //! is not disturbed when only dampers are stiff.
 
 use super::settings::StepSettings;
+use crate::collision;
 use crate::model::{Contact, ContactId, Model};
 use crate::params::Params;
 use nalgebra::{DMatrix, DVector};
@@ -29,8 +30,7 @@ pub fn project(
     let mut q = q.clone();
     for _ in 0..settings.projection_iterations {
         let joints = model.joint_rows(&q);
-        let contacts: Vec<Contact> = model
-            .contacts(&q, params.edges, reach)
+        let contacts: Vec<Contact> = collision::contacts(model, &q, params.edges, reach)
             .into_iter()
             .filter(|c| (c.gap < 0.0 && active.contains(&c.id)) || holding.contains(&c.id))
             .collect();
@@ -54,12 +54,12 @@ pub fn project(
             );
         }
         if !values.iter().all(|x| x.is_finite())
-            || values.amax() <= settings.projection_tolerance * scale
+            || values.amax() <= settings.projection_residual * scale
         {
             break;
         }
-        let minv_j = super::assembly::apply_mass_inverse(&model.mass_inverse(), &gradients);
-        let Some(s_plus) = super::assembly::pseudo_inverse(gradients.tr_mul(&minv_j)) else {
+        let minv_j = crate::solver::linalg::apply_mass_inverse(&model.mass_inverse(), &gradients);
+        let Some(s_plus) = crate::solver::linalg::pseudo_inverse(gradients.tr_mul(&minv_j)) else {
             break;
         };
         let delta = -(minv_j * (s_plus * values));

@@ -3,10 +3,10 @@
 //! state, its gap at the end of the step, and the report of a step that
 //! failed.
 
-use super::solve::{ContactSolution, Unknowns};
 use super::{ContactReport, ContactState, StepReport, StepTimings};
 use crate::model::{Contact, ContactId, Model, State};
 use crate::params::Params;
+use crate::solver::{ContactSolution, Unknowns};
 use nalgebra::Vector3;
 use rustc_hash::FxHashMap as HashMap;
 use std::time::Instant;

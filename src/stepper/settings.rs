@@ -4,14 +4,16 @@
 //! are the schemes' own choices, with defaults that the tests and the papers'
 //! numbers rely on.
 
-use crate::model::{Margin, Model, Reaches};
+use crate::collision::{Margin, Reaches};
+use crate::model::Model;
+use crate::params::{FrictionCone, Params, SolverKind};
+use crate::solver::nsgs::DEFAULT_ACCELERATION;
+use crate::solver::{LemkeSettings, NsgsOptions, SolverOptions};
 use nalgebra::DVector;
-use serde::{Deserialize, Serialize};
 
 /// The steppers' numerical settings. Lengths are relative to the model's
 /// length scale L ([`Model::length_scale`]) unless said otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepSettings {
     /// Contacts are looked for within `margin_fraction` of the largest body
     /// size, plus what the bodies can close in two steps at their current
@@ -22,18 +24,16 @@ pub struct StepSettings {
     pub active_set_rounds: usize,
     /// Deepest end-of-step gap, relative to the largest body size, that ends
     /// Stewart–Trinkle's fixed-point iterations (§3.6).
-    pub gap_tolerance: f64,
-    /// Fixed-point iterations allowed to reach `gap_tolerance` when
+    pub relative_gap: f64,
+    /// Fixed-point iterations allowed to reach `relative_gap` when
     /// `ncp_iterations` asks for fewer.
     pub gap_iterations: usize,
-    /// Deepest end-of-step gap, m, that the scheme promises (issue 12: no
-    /// step of a pile ends below −1e-6 m): a step whose best iterate after
+    /// Deepest end-of-step gap, m, that the scheme promises (no step of a
+    /// pile ends below −1e-6 m): a step whose best iterate after
     /// `gap_iterations` is still deeper takes up to `extra_gap_iterations`
-    /// more. Measured on `pile_100.ron`: a box landing on the table at t =
-    /// 0.23 s ended 1.7e-6 m deep after 8 iterations and 4e-10 m after 16;
-    /// giving every step 16 instead raised the settled `pile.ron`'s pivots
-    /// from 1.6 to 3.3 a step (its steps that stop at 8 unconverged are
-    /// within nanometres).
+    /// more. Only the steps that need them pay for them: a box landing on
+    /// the table of `pile_100.ron` needs 16, a settled pile's steps stop at
+    /// 8 within nanometres.
     pub gap_guarantee: f64,
     /// See `gap_guarantee`.
     pub extra_gap_iterations: usize,
@@ -41,73 +41,25 @@ pub struct StepSettings {
     /// keep cutting planes at the end points of the iterates that ended
     /// deeper than `gap_guarantee`: each contact found that deep at such an
     /// iterate's qˡ⁺¹, linearized there, stays a row of the step's LCP for
-    /// its later iterations (`stewart_trinkle::Cuts`). Measured where a
-    /// contact moves between features from one iteration to the next
-    /// (`pile.ron` at h = 0.03 s: a box landing on a sphere, 1.7 mm deep
-    /// without the cuts, taken whole with them): see the README's [Scale]
-    /// section.
+    /// its later iterations (`stewart_trinkle::Cuts`). They hold a contact
+    /// that moves between features from one iteration to the next (a box
+    /// landing on a sphere in `pile.ron` at h = 0.03 s).
     pub end_point_cuts: bool,
     /// Halvings of h a step may take when it ends below the gap its scheme
     /// promises ([`crate::sim::Simulation::step`]): the step is taken again
     /// as two steps of h/2, each held to the promise, and so on down to
     /// h/2^`split_depth`. Stewart–Trinkle's linearized gap errs by the
-    /// curvature of f times (h‖v‖)², so a halving quarters it. Measured on
-    /// generated piles of 120–220 bodies (issue 12), where a box corner
-    /// struck during a fall ended a step 0.02–0.8 mm deep after every
-    /// fixed-point iteration: see the README's [Scale] section.
+    /// curvature of f times (h‖v‖)², so a halving quarters it (a box corner
+    /// struck during a fall in the generated piles of 120–220 bodies).
     pub split_depth: usize,
-    /// Relative compliances added, in turn, to the diagonal of JᵀM⁻¹J when
-    /// Lemke fails on dependent normals (a box held by more contacts than it
-    /// has freedoms): far below anything visible, enough to separate the
-    /// dependent rows.
-    pub regularization: [f64; 2],
-    /// Relative compliances ε tried, in turn, on an island of rigid-body
-    /// contacts ([`super::solve::ContactSolver`]) when Lemke fails on its
-    /// own LCP: ε·Δᵢᵢ added to each diagonal entry of JᵀWJ (Δ its diagonal),
-    /// a contact stiffness of about m/(ε h²) — for ε = 10⁻³ and h = 5 ms a
-    /// spring of 1 kHz — whose static deflection the proximal shift of the
-    /// right-hand side removes (see there).
-    pub compliance: [f64; 3],
-    /// After a compliance solved an LCP (`compliance` on the islands,
-    /// `regularization` on the dense ladder), proximal point iterations
-    /// re-centre its shift on the solution while the defect εΔ|z − z⁰|, the
-    /// velocity by which the solution misses the scheme's own LCP, exceeds
-    /// `proximal_defect` times ‖q‖∞, up to `proximal_iterations` times
-    /// (`ContactSolver::solve_islands`, `solve::dense::solve_regularized`).
-    pub proximal_defect: f64,
-    /// See `proximal_defect`.
-    pub proximal_iterations: usize,
-    /// When the proximal passes leave the defect above `proximal_defect`,
-    /// the compliance is divided by 100 and the passes run again from the
-    /// last solution and its basis, up to this many times; a defect still
-    /// above the bound fails the rung (`solve::proximal_passes`).
-    pub compliance_continuation: usize,
-    /// LCPs of at least this many unknowns start from the compliance that
-    /// solved the previous step ([`super::solve::solve_regularized`]): on a
-    /// settled pile of boxes the unregularized attempt fails on every step and
-    /// its cold restart costs hundreds of pivots. Smaller LCPs always try the
-    /// scheme's own, unregularized problem first; a failed attempt costs
-    /// little there.
-    pub remember_regularization_from: usize,
-    /// An island's Lemke solution is refined in velocity space
-    /// ([`super::contact_lcp::ContactLcp::polish`]) when some velocity is
-    /// the sum of impulse terms larger than this times the velocity scale
-    /// ([`Self::velocity_scale`]): the digits lost in that sum are what
-    /// Lemke's acceptance leaves in the velocities. A pile of equal bodies
-    /// stays below 10² (a stack of n carries n weights); a gram under
-    /// 10⁸ kg reaches 10¹¹.
-    pub polish_cancellation: f64,
     /// Relative size below which an impulse or a slip velocity is zero (the
     /// contact states stick, slip and separating).
     pub zero: f64,
-    /// The smallest velocity scale a slip speed is compared with, m/s (a
-    /// body at rest still has a scale).
-    pub velocity_floor: f64,
     /// Below this end-of-step speed times h, relative to L, Stewart–Trinkle's
     /// secant through f(qˡ) and f(q̂) is the tangent (round-off of the gaps).
     pub secant_round_off: f64,
     /// Moreau–Jean's predictive activation: a contact joins the index set
-    /// when g(q^M) + γh·γ_N(u^E) < −`gap_tolerance`·L, with γ this lead
+    /// when g(q^M) + γh·γ_N(u^E) < −`relative_gap`·L, with γ this lead
     /// (Siconos's MoreauJeanOSI activates on the same prediction y + γhẏ ≤
     /// 0). With γ = ½ the prediction is the end of the step, q^E = q^M +
     /// (h/2)u^E (step 5), so every contact left out ends the step open; the
@@ -120,7 +72,7 @@ pub struct StepSettings {
     pub activation_lead: f64,
     /// Anitescu–Potra: contacts whose gap is below this, times max(L, 1 m),
     /// join the active set at the start of a step (§3).
-    pub touch_tolerance: f64,
+    pub touch_distance: f64,
     /// Anitescu–Potra: collisions resolved within one step before the rest
     /// of the step is taken with the remaining contacts left to the
     /// projection.
@@ -130,7 +82,7 @@ pub struct StepSettings {
     pub projection_iterations: usize,
     /// The projection stops when every constraint value is below this,
     /// times max(L, 1 m).
-    pub projection_tolerance: f64,
+    pub projection_residual: f64,
     /// Threads a step may use: with 2, NSGS sweeps a large problem's two
     /// halves of space at once on the circular cone (`stepper::nsgs`, its
     /// `Halves`) and the narrow phase runs the candidate pairs' two halves
@@ -139,6 +91,9 @@ pub struct StepSettings {
     /// after the other. Either gives the same result, bit for bit; on a
     /// one-core machine 2 acts as 1.
     pub threads: usize,
+    /// Lemke's fallbacks and refinement, handed to the solver with each
+    /// solve.
+    pub lemke: LemkeSettings,
 }
 
 impl Default for StepSettings {
@@ -146,28 +101,21 @@ impl Default for StepSettings {
         Self {
             margin_fraction: 0.05,
             active_set_rounds: 8,
-            gap_tolerance: 1e-8,
+            relative_gap: 1e-8,
             gap_iterations: 8,
             gap_guarantee: 1e-6,
             extra_gap_iterations: 8,
             end_point_cuts: true,
             split_depth: 3,
-            regularization: [1e-6, 1e-4],
-            compliance: [1e-4, 1e-3, 1e-2],
-            proximal_defect: 1e-6,
-            proximal_iterations: 8,
-            compliance_continuation: 4,
-            remember_regularization_from: 100,
-            polish_cancellation: 1e4,
             zero: 1e-9,
-            velocity_floor: 1e-3,
             secant_round_off: 1e-9,
             activation_lead: 0.5,
-            touch_tolerance: 1e-9,
+            touch_distance: 1e-9,
             max_collisions: 8,
             projection_iterations: 20,
-            projection_tolerance: 1e-13,
+            projection_residual: 1e-13,
             threads: 2,
+            lemke: LemkeSettings::default(),
         }
     }
 }
@@ -192,8 +140,8 @@ impl StepSettings {
     /// margin, and its next fixed-point iteration searches again at the new
     /// prediction, so the promise on the gaps does not rest on the margin.
     /// Moreau–Jean and Anitescu–Potra keep one margin (Moreau–Jean's own,
-    /// from the fastest body's point speed: per pair, the silo's overlaps
-    /// were deeper, see the README, *A margin per pair*). A linear system,
+    /// from the fastest body's point speed), because their contacts are not
+    /// checked again at the end point. A linear system,
     /// which has no bodies, takes max|v| over all its velocities.
     pub fn contact_reaches<'r>(
         &self,
@@ -222,6 +170,25 @@ impl StepSettings {
 
     /// The velocity scale of slip speeds for velocities up to `v`, m/s.
     pub fn velocity_scale(&self, v: &DVector<f64>) -> f64 {
-        v.amax().max(self.velocity_floor)
+        self.lemke.velocity_scale(v)
+    }
+
+    /// How the step's contact problems are solved under `params`: NSGS
+    /// within its tolerance and sweep limit, or Lemke; `keep_lcp` as
+    /// [`SolverOptions::keep_lcp`].
+    pub fn solver_options(&self, params: &Params, keep_lcp: Option<usize>) -> SolverOptions {
+        let nsgs = (params.solver == SolverKind::Nsgs).then_some(NsgsOptions {
+            residual_tolerance: params.tolerance,
+            max_sweeps: params.max_iterations,
+            circular: params.cone() == FrictionCone::Circular,
+            acceleration: DEFAULT_ACCELERATION,
+            threads: self.threads,
+        });
+        SolverOptions {
+            nsgs,
+            lemke: self.lemke,
+            threads: self.threads,
+            keep_lcp,
+        }
     }
 }

@@ -7,17 +7,17 @@
 //! from its buffers while it finds more or solves.
 
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, ContactSolver, PlanarSolve, SolveBuffers};
-use super::warm::Form;
-use crate::model::reuse::Reuse;
-use crate::model::{BroadPhase, Contact, ContactId, ContactSet, Margin, MassInverse, Model, State};
+use crate::collision::{self, BroadPhase, ContactSet, Margin, Reuse, Search};
+use crate::model::{Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
+use crate::solver::{
+    ContactProblem, ContactSolution, ContactSolver, Form, PlanarSolve, SolveBuffers, SolverOptions,
+};
 use nalgebra::DVector;
 use std::any::Any;
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
-
-use super::driver::ActiveSet;
 
 /// One step in progress.
 pub struct Step<'a> {
@@ -35,7 +35,7 @@ pub struct Step<'a> {
     pub geometry: Geometry<'a>,
     /// The contact solver.
     pub solver: Solver<'a>,
-    /// What the scheme hands the driver besides [`super::driver::Advance`].
+    /// What the scheme hands the driver besides [`super::scheme::Advance`].
     pub buffers: &'a mut Buffers,
     /// The scheme's own buffers.
     pub scratch: &'a mut ScratchSlot,
@@ -45,7 +45,7 @@ pub struct Step<'a> {
 
 /// The pieces a [`Step`] borrows from the stepper.
 pub struct Lent<'a> {
-    /// The contact solver (set up for the step's parameters).
+    /// The contact solver's memory.
     pub solver: &'a mut ContactSolver,
     /// Its buffers.
     pub solve: &'a mut SolveBuffers,
@@ -58,7 +58,8 @@ pub struct Lent<'a> {
 }
 
 impl<'a> Step<'a> {
-    /// A step of `state` under `params`, the last active set `active`.
+    /// A step of `state` under `params`, the last active set `active`, its
+    /// contact problems solved as `options` say.
     pub fn new(
         model: &'a Model,
         params: &'a Params,
@@ -66,6 +67,7 @@ impl<'a> Step<'a> {
         settings: &'a StepSettings,
         active: &'a ActiveSet,
         lent: Lent<'a>,
+        options: SolverOptions,
     ) -> Self {
         // Off unless the scheme asks ([`Geometry::keep_pairs`]); what it
         // kept goes stale within a few dozen searches.
@@ -86,10 +88,11 @@ impl<'a> Step<'a> {
             solver: Solver {
                 solver: lent.solver,
                 buffers: lent.solve,
-                settings,
+                options,
                 map: model.mass_inverse_form(),
                 pivots: 0,
                 solves: 0,
+                sweeps: 0,
                 time: Duration::ZERO,
             },
             buffers: lent.buffers,
@@ -134,8 +137,8 @@ impl Geometry<'_> {
 
     /// [`Self::contacts`], copying from `reuse.previous` (an earlier search
     /// of this step at the same margin) the contacts of bodies that `reuse`
-    /// keeps ([`crate::model::reuse`]); `sources` names each contact's
-    /// index there, or [`crate::model::rigid::NOT_COPIED`].
+    /// keeps ([`crate::collision::reuse`]); `sources` names each contact's
+    /// index there, or [`crate::collision::NOT_COPIED`].
     pub fn contacts_reusing<'m>(
         &mut self,
         q: &DVector<f64>,
@@ -147,10 +150,13 @@ impl Geometry<'_> {
         let clock = Instant::now();
         // One broad phase's work space for every search of the step, so
         // that a search the last sweep covers reuses its pairs
-        // ([`crate::model::LastSweep`]).
+        // ([`crate::collision::LastSweep`]).
         std::mem::swap(&mut out.broad, self.broad);
-        self.model
-            .contacts_reusing(q, self.edges, margin, out, self.threads, reuse, sources);
+        let search = Search {
+            threads: self.threads,
+            reuse,
+        };
+        collision::find_contacts(self.model, q, self.edges, margin, out, search, sources);
         std::mem::swap(&mut out.broad, self.broad);
         self.time += clock.elapsed();
     }
@@ -165,14 +171,17 @@ impl Geometry<'_> {
         reuse: Option<Reuse<'_, (ContactId, f64)>>,
     ) {
         let clock = Instant::now();
-        self.model
-            .gaps_reusing(q, margin, out, self.broad, self.threads, reuse);
+        let search = Search {
+            threads: self.threads,
+            reuse,
+        };
+        collision::find_gaps(self.model, q, margin, out, self.broad, search);
         self.time += clock.elapsed();
     }
 
     /// Keeps the narrow phase's points of body pairs by shapes and poses
     /// for the rest of the step, and finds them again where a search comes
-    /// back to a pair's poses ([`crate::model::pair_memo`]): for a scheme
+    /// back to a pair's poses ([`crate::collision::pair_memo`]): for a scheme
     /// whose iterations hold some bodies' coordinates.
     pub fn keep_pairs(&mut self) {
         self.broad.kept.memo.enabled = true;
@@ -194,10 +203,11 @@ impl Geometry<'_> {
 pub struct Solver<'a> {
     solver: &'a mut ContactSolver,
     buffers: &'a mut SolveBuffers,
-    settings: &'a StepSettings,
+    options: SolverOptions,
     map: MassInverse<'a>,
     pivots: usize,
     solves: usize,
+    sweeps: usize,
     time: Duration,
 }
 
@@ -207,7 +217,7 @@ impl<'a> Solver<'a> {
         let clock = Instant::now();
         let solution = self
             .solver
-            .solve(problem, form, self.settings, self.buffers);
+            .solve(problem, form, &self.options, self.buffers);
         self.count(&solution, clock);
         solution
     }
@@ -215,7 +225,7 @@ impl<'a> Solver<'a> {
     /// Solves Moreau–Jean's planar LCP (33).
     pub fn solve_planar(&mut self, planar: PlanarSolve<'_>) -> ContactSolution {
         let clock = Instant::now();
-        let solution = self.solver.solve_planar(planar, self.settings);
+        let solution = self.solver.solve_planar(planar, &self.options);
         self.count(&solution, clock);
         solution
     }
@@ -230,6 +240,7 @@ impl<'a> Solver<'a> {
     fn count(&mut self, solution: &ContactSolution, clock: Instant) {
         self.time += clock.elapsed();
         self.pivots += solution.pivots;
+        self.sweeps += solution.sweeps;
         self.solves += 1;
     }
 
@@ -241,7 +252,7 @@ impl<'a> Solver<'a> {
     /// Whether the solver lets contacts join during a solve
     /// ([`ContactProblem::activation`]) for this model.
     pub fn activates(&self) -> bool {
-        self.solver.activates(&self.map)
+        ContactSolver::activates(&self.options, &self.map)
     }
 
     /// Lemke pivots so far.
@@ -256,7 +267,7 @@ impl<'a> Solver<'a> {
 
     /// NSGS sweeps so far.
     pub fn sweeps(&self) -> usize {
-        self.solver.sweeps()
+        self.sweeps
     }
 
     /// Time spent solving so far.
@@ -266,7 +277,7 @@ impl<'a> Solver<'a> {
 }
 
 /// What a scheme leaves for the driver besides its
-/// [`super::driver::Advance`]: the contacts of its final solve (in the
+/// [`super::scheme::Advance`]: the contacts of its final solve (in the
 /// solve's order) and the gaps near the new configuration.
 #[derive(Debug, Clone, Default)]
 pub struct Buffers {
@@ -318,7 +329,7 @@ impl<T: Any + Debug + Send + Sync> Scratch for T {
 /// impact map, a single velocity solve, tests), from a cold start.
 #[derive(Debug, Default)]
 pub struct Detached {
-    /// The contact solver (Lemke unless set up otherwise).
+    /// The contact solver's memory.
     pub solver: ContactSolver,
     /// Its buffers.
     pub solve: SolveBuffers,
@@ -333,13 +344,30 @@ pub struct Detached {
 }
 
 impl Detached {
-    /// A step of `state` under `params` on these parts.
+    /// A step of `state` under `params` on these parts, its contact
+    /// problems solved by Lemke.
     pub fn step<'a>(
         &'a mut self,
         model: &'a Model,
         params: &'a Params,
         state: &'a State,
         settings: &'a StepSettings,
+    ) -> Step<'a> {
+        let options = SolverOptions {
+            threads: settings.threads,
+            ..SolverOptions::lemke(settings.lemke)
+        };
+        self.step_with(model, params, state, settings, options)
+    }
+
+    /// [`Self::step`], its contact problems solved as `options` say.
+    pub fn step_with<'a>(
+        &'a mut self,
+        model: &'a Model,
+        params: &'a Params,
+        state: &'a State,
+        settings: &'a StepSettings,
+        options: SolverOptions,
     ) -> Step<'a> {
         let lent = Lent {
             solver: &mut self.solver,
@@ -348,6 +376,10 @@ impl Detached {
             buffers: &mut self.buffers,
             scratch: &mut self.scratch,
         };
-        Step::new(model, params, state, settings, &self.active, lent)
+        Step::new(model, params, state, settings, &self.active, lent, options)
     }
 }
+
+/// The contacts a scheme keeps active from one step to the next
+/// (Stewart–Trinkle §4, Anitescu–Potra §3), by identity.
+pub type ActiveSet = BTreeSet<ContactId>;

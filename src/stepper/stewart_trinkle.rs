@@ -16,19 +16,18 @@
 //! - the nonlinear version (§3.6) repeats the solve with n, D re-evaluated at the
 //!   latest qˡ⁺¹ (`ncp_iterations` fixed-point iterations; 1 = linearized);
 //!   whatever `ncp_iterations` says, up to [`StepSettings::gap_iterations`]
-//!   are taken while the step ends more than [`StepSettings::gap_tolerance`]
+//!   are taken while the step ends more than [`StepSettings::relative_gap`]
 //!   (relative to the body size) inside.
 
-use super::driver::{Advance, Scheme};
 use super::report::EndGap;
+use super::scheme::{Advance, Scheme};
 use super::settings::StepSettings;
-use super::solve::{ContactProblem, ContactSolution, Failed, Islands};
 use super::step::{Solver, Step};
-use super::warm::Form;
-use crate::model::reuse::Reuse;
-use crate::model::rigid::NOT_COPIED;
-use crate::model::{Block, Contact, ContactId, ContactSet, Other, Reaches};
+use crate::collision::{ContactSet, NOT_COPIED, Reaches, Reuse};
+use crate::model::{Block, Contact, ContactId, Other};
 use crate::params::SolverKind;
+use crate::solver::lemke::islands::Islands;
+use crate::solver::{ContactProblem, ContactSolution, Failed, Form};
 use nalgebra::{DVector, Vector3};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -309,7 +308,7 @@ impl Scheme for StewartTrinkle {
                 sc.cuts
                     .take(&start_gaps, &latest.solved.velocity, h, length, settings);
             }
-            let converged = deepest >= -settings.gap_tolerance * model.length_scale();
+            let converged = deepest >= -settings.relative_gap * model.length_scale();
             let last = iteration + 1 >= asked && converged;
             // Islands that converged keep their point of linearization
             // from here on: each island's own iterations (§3.6) stop where
@@ -325,7 +324,7 @@ impl Scheme for StewartTrinkle {
                 settled_velocities(
                     sc.latest.as_slice(),
                     &sc.latest_gaps,
-                    settings.gap_tolerance * model.length_scale(),
+                    settings.relative_gap * model.length_scale(),
                     &mut sc.settling,
                     &mut sc.settled,
                 );
@@ -451,9 +450,9 @@ fn copy_into(target: &mut DVector<f64>, source: &DVector<f64>) {
 /// of the true gap to first order, which removes the iterate it came from.
 /// The cuts stay rows of every later iteration of the step (the next
 /// solves must keep them) and are never reported nor carried to the next
-/// step's active set. Keeping the secants at q̂ of earlier iterates instead
-/// (eighteenth session) turned the map into one that drifts: those rows are
-/// met already, and the violation is elsewhere.
+/// step's active set. The cut is taken at the iterate's end point, not at
+/// q̂ of earlier iterates: rows there are met already, and the violation is
+/// elsewhere.
 #[derive(Debug, Clone, Default)]
 struct Cuts {
     /// The cut rows, named by their contact with `cut` = 1, 2, … in the

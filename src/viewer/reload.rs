@@ -117,7 +117,7 @@ pub fn load_pending(world: &mut World) {
 /// The reloaded scene with the panel's parameters, unless they do not fit it
 /// (then the file's, so a reload never fails because of the panel).
 fn keep_params(fresh: Simulation, params: crate::params::Params) -> Simulation {
-    if params.validate(fresh.model()).is_ok() {
+    if params.validate(&fresh.model().features()).is_ok() {
         let settings = *fresh.step_settings();
         let mut kept = Simulation::with_params(fresh.scene, params);
         *kept.step_settings_mut() = settings;

@@ -7,10 +7,9 @@
 
 use crate::model::ContactId;
 use crate::params::StepperKind;
+use crate::solver::{ContactSolver, Form, LastImpulses, WarmStart};
 use crate::stepper::StepperMemory;
-use crate::stepper::driver::ActiveSet;
-use crate::stepper::solve::ContactSolver;
-use crate::stepper::warm::{Form, LastImpulses, WarmStart};
+use crate::stepper::step::ActiveSet;
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

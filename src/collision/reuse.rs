@@ -15,7 +15,7 @@
 //! copies its candidates after their secants (`stepper::stewart_trinkle`),
 //! which it keeps only for bodies whose velocities are the same to the bit.
 
-use super::{Contact, ContactId, Other};
+use crate::model::{Contact, ContactId, Other};
 use std::ops::Range;
 
 /// An item of a search's list, named by its contact.

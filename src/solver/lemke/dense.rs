@@ -7,18 +7,20 @@
 //! equilibrated and split into the independent parts of its matrix, each
 //! with the ladder; and (33) by Lemke alone (the scheme falls back to (29)
 //! when that fails). All three start warm from the one cache
-//! ([`crate::stepper::warm`]), contact by contact.
+//! ([`crate::solver::warm`]), contact by contact.
 
-use super::{
-    ContactProblem, ContactSolution, ContactSolver, Passes, Unknowns, contact_options,
-    failed_solution, frictionless_basis, ladder, proximal_passes,
-};
+use super::assembly::Impulses;
+use super::islands::frictionless_basis;
+use super::ladder::{Passes, ladder, proximal_passes};
+use super::{contact_options, failed_solution};
 use crate::lcp::{self, Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
-use crate::stepper::assembly::{Impulses, Layout};
-use crate::stepper::glocker_studer::PlanarImpactLcp;
-use crate::stepper::settings::StepSettings;
-use crate::stepper::warm::{Form, Slots, normals_only};
+use crate::solver::ContactSolver;
+use crate::solver::options::{LemkeSettings, SolverOptions};
+use crate::solver::planar_impact::PlanarImpactLcp;
+use crate::solver::problem::{ContactProblem, Layout};
+use crate::solver::solution::{ContactSolution, Unknowns};
+use crate::solver::warm::{Form, Slots, normals_only};
 use nalgebra::{DMatrix, DVector};
 
 /// Lemke on an assembled LCP. A rejected warm start is retried cold; a
@@ -37,7 +39,7 @@ pub fn solve_or_fail(problem: &Lcp, options: &LemkeOptions) -> LcpSolution {
 
 /// The whole LCP (29) of `problem`, assembled through `impulses`, with the
 /// scheme's friction terms added to the β̃ rows.
-fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
+pub(super) fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
     let mut lcp = impulses.lcp(problem.free, problem.normal_terms, problem.mu);
     let nb = impulses.layout.friction;
     for (i, term) in problem.friction_terms.iter().enumerate().take(nb) {
@@ -49,7 +51,10 @@ fn whole_lcp(problem: &ContactProblem<'_>, impulses: &Impulses<'_>) -> Lcp {
 /// The LCP (29) over the contacts of `problem` that took part in a solve
 /// (`active[j]`, in their order; all of them when `None`): what NSGS solved,
 /// kept for `--dump-lcp` and for comparing it with Lemke on the same LCP.
-pub(super) fn taking_part_lcp(problem: &ContactProblem<'_>, active: Option<&[bool]>) -> Lcp {
+pub(in crate::solver) fn taking_part_lcp(
+    problem: &ContactProblem<'_>,
+    active: Option<&[bool]>,
+) -> Lcp {
     let mut contacts = Vec::new();
     let (mut normal_terms, mut friction_terms, mut mu) = (Vec::new(), Vec::new(), Vec::new());
     let mut first = 0;
@@ -96,7 +101,7 @@ pub struct Regularized {
 
 /// Lemke on `problem` and, while it is not solved, on `relaxed` (the same LCP
 /// with the scheme's own relaxation, or `problem` again) with a compliance of
-/// each [`StepSettings::regularization`] times the largest diagonal entry
+/// each [`LemkeSettings::regularization`] times the largest diagonal entry
 /// added to the first `blocks` diagonal entries (those of JᵀM⁻¹J).
 ///
 /// Dependent normals (a box held by more contacts than it has freedoms) make
@@ -105,21 +110,21 @@ pub struct Regularized {
 /// every step, and a failed unregularized attempt costs a cold start of
 /// thousands of pivots, so a first attempt adds the compliance of level
 /// `first` (the level that solved the previous step) to `problem` itself, when it
-/// has at least [`StepSettings::remember_regularization_from`] unknowns,
+/// has at least [`LemkeSettings::remember_regularization_from`] unknowns,
 /// warm; only if that fails does the ladder run from the bottom. The
 /// attempts on `problem` start from `options.warm_start` (Lemke goes cold by
 /// itself when the warm start fails), the relaxed ones cold. A compliance's
 /// solution is then refined by proximal point iterations
-/// ([`StepSettings::proximal_defect`]), continued with smaller compliances
+/// ([`LemkeSettings::proximal_defect`]), continued with smaller compliances
 /// while its defect stays above the bound
-/// ([`StepSettings::compliance_continuation`]); a defect left above it fails
+/// ([`LemkeSettings::compliance_continuation`]); a defect left above it fails
 /// the rung.
 pub fn solve_regularized(
     problem: &Lcp,
     relaxed: Option<&Lcp>,
     blocks: usize,
     options: &LemkeOptions,
-    settings: &StepSettings,
+    settings: &LemkeSettings,
     first: usize,
     refine: &mut dyn FnMut(&mut LcpSolution),
 ) -> Regularized {
@@ -225,17 +230,19 @@ impl ContactSolver {
     /// [`Self::solve`] with a dense W: the LCP (29) assembled whole, then
     /// solved whole (ladder, warm start, the remembered level) or, for
     /// [`Form::Mixed`], equilibrated and by parts ([`Self::solve_parts`]).
-    pub(super) fn solve_dense(
+    pub(in crate::solver) fn solve_dense(
         &mut self,
         problem: &ContactProblem<'_>,
         form: Form,
-        settings: &StepSettings,
+        options: &SolverOptions,
     ) -> ContactSolution {
+        let settings = &options.lemke;
+        let keeps = |size| options.keeps(size);
         let contacts = problem.contacts;
         let impulses = Impulses::new(contacts, problem.map, problem.dof);
         let layout = impulses.layout;
         if form.by_parts() {
-            return self.solve_parts(problem, &impulses, form, settings);
+            return self.solve_parts(problem, &impulses, form, options);
         }
         let lcp = whole_lcp(problem, &impulses);
         let relaxed = problem.relaxed_normal_terms.map(|terms| {
@@ -291,9 +298,7 @@ impl ContactSolver {
             largest_island: layout.size(),
             reused: 0,
             sweeps: 0,
-            lcp: self
-                .keeps(layout.size())
-                .then(|| regularized.fallback.unwrap_or(lcp)),
+            lcp: keeps(layout.size()).then(|| regularized.fallback.unwrap_or(lcp)),
             active: None,
         }
     }
@@ -318,13 +323,14 @@ impl ContactSolver {
     /// solved in 0–16 pivots. Forming only the parts also keeps a settled
     /// pile of 100 bodies (LCPs of 1,500–3,000 unknowns) from assembling,
     /// scaling and scanning n × n dense matrices on every solve.
-    fn solve_parts(
+    pub(super) fn solve_parts(
         &mut self,
         problem: &ContactProblem<'_>,
         impulses: &Impulses<'_>,
         form: Form,
-        settings: &StepSettings,
+        options: &SolverOptions,
     ) -> ContactSolution {
+        let settings = &options.lemke;
         let layout = impulses.layout;
         let ids: Vec<ContactId> = problem.contacts.iter().map(|c| c.id).collect();
         let friction: Vec<usize> = problem
@@ -390,7 +396,13 @@ impl ContactSolver {
                     .map(|a| (unscaled_z[a] * lcp.m[(a, a)]).abs())
                     .fold(0.0, f64::max);
                 let spread = impulses.mass_spread(&part);
-                if !super::needs_refinement(terms, candidate, spread, velocity_scale, settings) {
+                if !super::polish::needs_refinement(
+                    terms,
+                    candidate,
+                    spread,
+                    velocity_scale,
+                    settings,
+                ) {
                     return;
                 }
                 // In unscaled terms: z = D z', w = D⁻¹ w', the residual
@@ -416,7 +428,7 @@ impl ContactSolver {
                 let lambdas = layout.lambdas();
                 let impulse_rows: Vec<bool> = index.iter().map(|i| lambdas.contains(i)).collect();
                 let refined_part =
-                    super::refine(&mut unscaled, &starts, &lcp.q, &impulse_rows, |basis| {
+                    super::polish::refine(&mut unscaled, &starts, &lcp.q, &impulse_rows, |basis| {
                         impulses.polish(&lcp.m, &index, &lcp.q, basis, &unscaled_z, problem.mu)
                     });
                 let Some(dv) = refined_part else {
@@ -469,7 +481,7 @@ impl ContactSolver {
             unrefined[i] = solution.z[i];
         }
         let velocity = problem.free + impulses.velocity_change(&unrefined) + polished_change;
-        let kept = self.keeps(n).then(|| whole_lcp(problem, impulses));
+        let kept = options.keeps(n).then(|| whole_lcp(problem, impulses));
         ContactSolution {
             status: solution.status,
             residual: solution.residual,
@@ -493,10 +505,12 @@ impl ContactSolver {
     pub fn solve_planar(
         &mut self,
         planar: PlanarSolve<'_>,
-        settings: &StepSettings,
+        options: &SolverOptions,
     ) -> ContactSolution {
+        let settings = &options.lemke;
         let PlanarSolve { problem, ids, free } = planar;
         let size = problem.lcp.size();
+        let keep = options.keeps(size);
         let form = Form::PlanarImpact;
         let warm_start = self.warm.basis_slots(form, ids, planar_slots(&problem));
         // Should the mapped basis end on a ray, its normal impulses alone.
@@ -513,8 +527,8 @@ impl ContactSolver {
         };
         let mut solution = solve_or_fail(&problem.lcp, &options);
         // Refined in velocity space when the velocities are sums of large
-        // impulse terms (see `super::refine`).
-        let refined = if super::needs_refinement(
+        // impulse terms (see `super::polish::refine`).
+        let refined = if super::polish::needs_refinement(
             problem.cancellation(&solution.z),
             &solution,
             problem.mass_spread(),
@@ -524,7 +538,7 @@ impl ContactSolver {
             let start = solution.z.clone();
             let velocity_rows = problem.contacts + problem.friction_of.len();
             let impulse_rows: Vec<bool> = (0..size).map(|i| i >= velocity_rows).collect();
-            super::refine(
+            super::polish::refine(
                 &mut solution,
                 options.warm_start.as_deref().as_slice(),
                 &problem.lcp.q,
@@ -566,7 +580,7 @@ impl ContactSolver {
             reused: 0,
             sweeps: 0,
             active: None,
-            lcp: self.keeps(size).then_some(problem.lcp),
+            lcp: keep.then_some(problem.lcp),
         }
     }
 }
@@ -583,7 +597,7 @@ pub struct PlanarSolve<'p> {
 
 /// The unknowns of each contact of (33), in order: Λ_N at its index, and
 /// with friction (the r-th friction row) Λ_R at k + r and ξ_L at k + k_f + r.
-fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
+pub(super) fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
     let (k, kf) = (problem.contacts, problem.friction_of.len());
     (0..k).map(move |i| {
         let row = problem.friction_of.binary_search(&i).ok();
@@ -593,7 +607,7 @@ fn planar_slots(problem: &PlanarImpactLcp) -> impl Iterator<Item = Slots> + '_ {
 
 /// The diagonal scaling of the LCP from the diagonal of JᵀWJ: 1/√Gᵢᵢ on the β̃ and c̃_n rows, √G_nn of
 /// the contact on its λ row (so μ̃ keeps its value).
-fn equilibration(delassus: &DVector<f64>, layout: Layout) -> DVector<f64> {
+pub(super) fn equilibration(delassus: &DVector<f64>, layout: Layout) -> DVector<f64> {
     let size = layout.size();
     let scale = delassus.amax().max(f64::MIN_POSITIVE);
     let diagonal = |i: usize| delassus[i].max(1e-14 * scale);
@@ -610,13 +624,13 @@ fn equilibration(delassus: &DVector<f64>, layout: Layout) -> DVector<f64> {
 /// The indices of `candidates`, in order, whose principal block of `m`
 /// stays well-conditioned as each joins (a box face resting flat has four
 /// corner normals and three freedoms: three of them).
-fn independent(m: &DMatrix<f64>, candidates: impl Iterator<Item = usize>) -> Vec<usize> {
+pub(super) fn independent(m: &DMatrix<f64>, candidates: impl Iterator<Item = usize>) -> Vec<usize> {
     let mut chosen: Vec<usize> = Vec::new();
     for i in candidates {
         chosen.push(i);
         let k = chosen.len();
         let block = DMatrix::from_fn(k, k, |r, c| m[(chosen[r], chosen[c])]);
-        let ratio = crate::stepper::assembly::pivot_ratio(&block.lu());
+        let ratio = crate::solver::linalg::pivot_ratio(&block.lu());
         if ratio.is_nan() || ratio <= 1e-10 {
             chosen.pop();
         }

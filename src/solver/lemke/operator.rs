@@ -13,299 +13,50 @@
 //! the blocks it touches, W per block, then Jᵀ on the contacts touching
 //! those blocks. Each costs the nonzeros it involves, independent of the
 //! number of bodies and of contacts elsewhere. ε is the relative compliance
-//! of the regularization ladder ([`super::solve`]): ε times each row's own
+//! of the regularization ladder ([`super::ladder`]): ε times each row's own
 //! diagonal entry, zero for the scheme's own LCP.
 
-use super::assembly::{Layout, POLISH_STEPS};
+use super::factors::{LocalBlock, Scratch};
 use crate::lcp::{BlockSolver, LcpMatrix};
 use crate::model::ContactJacobian;
+use crate::solver::problem::Layout;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
-
-/// A body's velocity block as the operator sees it.
-#[derive(Debug, Clone)]
-struct LocalBlock {
-    /// First generalized velocity (global index).
-    start: usize,
-    /// Number of velocities.
-    len: usize,
-    /// The contacts touching it: (contact, offset of this block in its rows).
-    contacts: Vec<(usize, usize)>,
-    /// Offset of its velocities in [`Scratch::impulse`].
-    flat: usize,
-}
-
-/// Work space of [`ContactLcp::add_product`], kept between calls so that a
-/// product costs the nonzeros it touches and allocates nothing.
-#[derive(Debug, Clone, Default)]
-struct Scratch {
-    /// The impulse J x, then W J x, on the local blocks (flat).
-    impulse: Vec<f64>,
-    /// Whether a local block is in `touched`.
-    marked: Vec<bool>,
-    /// The local blocks the current product touches.
-    touched: Vec<usize>,
-    /// Recent factorizations of KKT blocks ([`KktBlock`]).
-    factors: FactorCache,
-}
-
-/// The symbolic analyses (COLAMD ordering and elimination structure) of the
-/// last few sparsity patterns factored ([`KktBlock::new`]) and the last
-/// numeric factorizations, most recent first. A Lemke run factors its basis block again at every
-/// refactorization, the tableau starts by factoring the warm basis that
-/// `feasible_warm` factored just before, and the final basis is factored
-/// for its check and again for its refinement; the fixed-point iterations
-/// of a step then solve each island again from the same basis. The
-/// pattern is the key (compared entry by entry), and the numeric
-/// factorization from a kept analysis is the one a fresh analysis gives,
-/// bit for bit: the analysis is a function of the pattern alone. Within
-/// one operator the block asked for (its rows, columns and covering
-/// vector) is the key too, so that a block factored again is found without
-/// building its matrix (twenty-third session: the build, a third of
-/// `KktBlock::new`'s time, was paid on 46 % of its calls on the generated
-/// pile of 200, which all ended in the numeric cache).
-#[derive(Debug, Clone, Default)]
-struct FactorCache {
-    entries: Vec<SymbolicEntry>,
-    /// The last numeric factorizations, with their matrices' values: the
-    /// same basis of the same LCP is factored again by the tableau after
-    /// `feasible_warm`, and by the refinement after the final check.
-    numeric: Vec<NumericEntry>,
-    /// The operator the factorizations below belong to: a new operator,
-    /// a new regularization or a new scaling changes it
-    /// ([`Self::invalidate`]).
-    operator: u64,
-    /// The last blocks of this operator, by the rows, columns and covering
-    /// vector asked for: the same block of the same operator is the same
-    /// matrix, found without building it.
-    blocks: Vec<BlockEntry>,
-}
-
-/// A block of [`FactorCache::operator`]: what [`KktBlock::new`] was asked
-/// for, and its factorization.
-#[derive(Debug, Clone)]
-struct BlockEntry {
-    operator: u64,
-    rows: Vec<usize>,
-    columns: Vec<usize>,
-    covering: Option<Vec<u64>>,
-    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
-}
-
-/// A sparsity pattern, compressed by columns.
-#[derive(Debug, Clone, Default)]
-struct Pattern {
-    nrows: usize,
-    col_ptr: Vec<usize>,
-    row_idx: Vec<usize>,
-}
-
-impl Pattern {
-    fn is(&self, pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>) -> bool {
-        self.nrows == pattern.nrows()
-            && self.col_ptr.as_slice() == pattern.col_ptr()
-            && self.row_idx.as_slice() == pattern.row_idx()
-    }
-
-    fn set(&mut self, pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>) {
-        self.nrows = pattern.nrows();
-        self.col_ptr.clear();
-        self.col_ptr.extend_from_slice(pattern.col_ptr());
-        self.row_idx.clear();
-        self.row_idx.extend_from_slice(pattern.row_idx());
-    }
-}
-
-#[derive(Debug, Clone)]
-struct NumericEntry {
-    pattern: Pattern,
-    values: Vec<u64>,
-    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
-}
-
-#[derive(Debug, Clone)]
-struct SymbolicEntry {
-    pattern: Pattern,
-    symbolic: faer::sparse::linalg::solvers::SymbolicLu<usize>,
-}
-
-/// Moves entry `i` of `entries` to the front (the most recent).
-fn to_front<T>(entries: &mut Vec<T>, i: usize) {
-    let entry = entries.remove(i);
-    entries.insert(0, entry);
-}
-
-/// Storage for a new most recent entry of `entries`: the least recent one,
-/// taken out, when `entries` holds `capacity`, else `fresh()`.
-fn recycled<T>(entries: &mut Vec<T>, capacity: usize, fresh: impl FnOnce() -> T) -> T {
-    if entries.len() >= capacity
-        && let Some(entry) = entries.pop()
-    {
-        entry
-    } else {
-        fresh()
-    }
-}
-
-/// Whether `kept` holds the bits of `values`.
-fn same_bits(kept: &[u64], values: &[f64]) -> bool {
-    kept.len() == values.len() && kept.iter().zip(values).all(|(a, b)| *a == b.to_bits())
-}
-
-/// `kept` set to the bits of `values`, in its storage.
-fn set_bits(kept: &mut Vec<u64>, values: &[f64]) {
-    kept.clear();
-    kept.extend(values.iter().map(|v| v.to_bits()));
-}
-
-impl FactorCache {
-    /// Patterns kept.
-    const CAPACITY: usize = 4;
-    /// Numeric factorizations kept.
-    const NUMERIC: usize = 2;
-
-    /// The operator's values change: no kept block is one of its blocks.
-    fn invalidate(&mut self) {
-        self.operator = self.operator.wrapping_add(1);
-    }
-
-    /// The factorization of the block asked for with these rows, columns
-    /// and covering vector of the current operator, if it is kept.
-    fn block(
-        &mut self,
-        rows: &[usize],
-        columns: &[usize],
-        covering: Option<&[f64]>,
-    ) -> Option<Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>> {
-        let operator = self.operator;
-        let i = self.blocks.iter().position(|e| {
-            e.operator == operator
-                && e.rows == rows
-                && e.columns == columns
-                && match (&e.covering, covering) {
-                    (None, None) => true,
-                    (Some(kept), Some(d)) => same_bits(kept, d),
-                    _ => false,
-                }
-        })?;
-        to_front(&mut self.blocks, i);
-        Some(Arc::clone(&self.blocks[0].lu))
-    }
-
-    /// Keeps the factorization of a block of the current operator.
-    fn keep_block(
-        &mut self,
-        rows: &[usize],
-        columns: &[usize],
-        covering: Option<&[f64]>,
-        lu: &Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
-    ) {
-        let mut entry = recycled(&mut self.blocks, Self::NUMERIC, || BlockEntry {
-            operator: 0,
-            rows: Vec::new(),
-            columns: Vec::new(),
-            covering: None,
-            lu: Arc::clone(lu),
-        });
-        entry.operator = self.operator;
-        entry.rows.clear();
-        entry.rows.extend_from_slice(rows);
-        entry.columns.clear();
-        entry.columns.extend_from_slice(columns);
-        match covering {
-            Some(d) => set_bits(entry.covering.get_or_insert_with(Vec::new), d),
-            None => entry.covering = None,
-        }
-        entry.lu = Arc::clone(lu);
-        self.blocks.insert(0, entry);
-    }
-
-    /// The LU of `matrix`: kept if the same matrix (pattern and values, bit
-    /// for bit) was factored lately, else factored from its pattern's
-    /// analysis ([`Self::get`]).
-    fn lu(
-        &mut self,
-        matrix: &faer::sparse::SparseColMat<usize, f64>,
-    ) -> Option<Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>> {
-        let pattern = matrix.symbolic();
-        let values = matrix.val();
-        let same = |e: &NumericEntry| e.pattern.is(pattern) && same_bits(&e.values, values);
-        if let Some(i) = self.numeric.iter().position(same) {
-            to_front(&mut self.numeric, i);
-            return Some(Arc::clone(&self.numeric[0].lu));
-        }
-        let symbolic = self.get(pattern)?;
-        let lu = Arc::new(
-            faer::sparse::linalg::solvers::Lu::try_new_with_symbolic(symbolic, matrix.as_ref())
-                .ok()?,
-        );
-        let mut entry = recycled(&mut self.numeric, Self::NUMERIC, || NumericEntry {
-            pattern: Pattern::default(),
-            values: Vec::new(),
-            lu: Arc::clone(&lu),
-        });
-        entry.pattern.set(pattern);
-        set_bits(&mut entry.values, values);
-        entry.lu = Arc::clone(&lu);
-        self.numeric.insert(0, entry);
-        Some(lu)
-    }
-
-    /// The analysis of `pattern`, from the cache or computed and kept.
-    fn get(
-        &mut self,
-        pattern: faer::sparse::SymbolicSparseColMatRef<'_, usize>,
-    ) -> Option<faer::sparse::linalg::solvers::SymbolicLu<usize>> {
-        if let Some(i) = self.entries.iter().position(|e| e.pattern.is(pattern)) {
-            to_front(&mut self.entries, i);
-            return Some(self.entries[0].symbolic.clone());
-        }
-        let symbolic = faer::sparse::linalg::solvers::SymbolicLu::try_new(pattern).ok()?;
-        let mut entry = recycled(&mut self.entries, Self::CAPACITY, || SymbolicEntry {
-            pattern: Pattern::default(),
-            symbolic: symbolic.clone(),
-        });
-        entry.pattern.set(pattern);
-        entry.symbolic = symbolic.clone();
-        self.entries.insert(0, entry);
-        Some(symbolic)
-    }
-}
 
 /// The (29) matrix of a set of contacts with a block-diagonal W.
 pub struct ContactLcp<'a> {
     /// The block layout (contacts in the order given).
     pub layout: Layout,
-    jacobians: Vec<&'a ContactJacobian>,
+    pub(super) jacobians: Vec<&'a ContactJacobian>,
     /// Per contact: its blocks as (local block, offset in its rows).
-    contact_blocks: Vec<Vec<(usize, usize)>>,
+    pub(super) contact_blocks: Vec<Vec<(usize, usize)>>,
     /// Column of the first friction direction of each contact.
-    first_beta: Vec<usize>,
+    pub(super) first_beta: Vec<usize>,
     /// Per LCP index: (contact, row) with row 0 = n, i ≥ 1 = dᵢ, and
     /// `LAMBDA` for λ.
-    owner: Vec<(usize, usize)>,
-    blocks: Vec<LocalBlock>,
+    pub(super) owner: Vec<(usize, usize)>,
+    pub(super) blocks: Vec<LocalBlock>,
     /// W per generalized velocity (global indexing).
-    w: &'a [f64],
+    pub(super) w: &'a [f64],
     /// μ per contact.
-    mu: &'a [f64],
+    pub(super) mu: &'a [f64],
     /// Relative compliance ε: ε·Δᵢᵢ is added to each diagonal entry of JᵀWJ.
-    regularization: f64,
+    pub(super) regularization: f64,
     /// The diagonal Δ of JᵀWJ (zero on the λ rows).
-    diagonal: Vec<f64>,
+    pub(super) diagonal: Vec<f64>,
     /// Largest diagonal entry of JᵀWJ.
-    largest_diagonal: f64,
+    pub(super) largest_diagonal: f64,
     /// The equilibration S ([`Self::equilibrate`]).
-    scale: Option<Vec<f64>>,
+    pub(super) scale: Option<Vec<f64>>,
     /// max |(SMS)ᵢⱼ| off the regularized diagonal.
-    scaled_magnitude: f64,
-    scratch: std::cell::RefCell<Scratch>,
+    pub(super) scaled_magnitude: f64,
+    pub(super) scratch: std::cell::RefCell<Scratch>,
     /// Storage for the next [`Self::equilibrate`].
-    spare_scale: Vec<f64>,
+    pub(super) spare_scale: Vec<f64>,
     /// Lists of (contact, offset) and the block index kept for the next
     /// operator.
-    spare_lists: Vec<Vec<(usize, usize)>>,
-    spare_index: rustc_hash::FxHashMap<usize, usize>,
+    pub(super) spare_lists: Vec<Vec<(usize, usize)>>,
+    pub(super) spare_index: rustc_hash::FxHashMap<usize, usize>,
 }
 
 /// The storage of a [`ContactLcp`], handed from one operator to the next
@@ -314,19 +65,19 @@ pub struct ContactLcp<'a> {
 /// one already did.
 #[derive(Debug, Clone, Default)]
 pub struct ContactLcpStorage {
-    contact_blocks: Vec<Vec<(usize, usize)>>,
-    first_beta: Vec<usize>,
-    owner: Vec<(usize, usize)>,
-    blocks: Vec<LocalBlock>,
-    index: rustc_hash::FxHashMap<usize, usize>,
-    diagonal: Vec<f64>,
-    scale: Vec<f64>,
-    scratch: Scratch,
-    lists: Vec<Vec<(usize, usize)>>,
+    pub(super) contact_blocks: Vec<Vec<(usize, usize)>>,
+    pub(super) first_beta: Vec<usize>,
+    pub(super) owner: Vec<(usize, usize)>,
+    pub(super) blocks: Vec<LocalBlock>,
+    pub(super) index: rustc_hash::FxHashMap<usize, usize>,
+    pub(super) diagonal: Vec<f64>,
+    pub(super) scale: Vec<f64>,
+    pub(super) scratch: Scratch,
+    pub(super) lists: Vec<Vec<(usize, usize)>>,
 }
 
 /// The row marker of λ in [`ContactLcp::owner`].
-const LAMBDA: usize = usize::MAX;
+pub(super) const LAMBDA: usize = usize::MAX;
 
 impl<'a> ContactLcp<'a> {
     /// The operator for `jacobians` (in this order) with W = diag(`w`) and
@@ -474,7 +225,7 @@ impl<'a> ContactLcp<'a> {
         self.column(j, r)
     }
 
-    fn column(&self, j: usize, r: usize) -> usize {
+    pub(super) fn column(&self, j: usize, r: usize) -> usize {
         if r == 0 {
             self.layout.normal(j)
         } else {
@@ -483,7 +234,7 @@ impl<'a> ContactLcp<'a> {
     }
 
     /// Row r of contact a, W, row s of contact b: Σ over shared blocks.
-    fn coupling(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
+    pub(super) fn coupling(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
         let (ja, jb) = (self.jacobians[a], self.jacobians[b]);
         let (ra, rb) = (ja.row(r), jb.row(s));
         let mut sum = 0.0;
@@ -502,7 +253,7 @@ impl<'a> ContactLcp<'a> {
     }
 
     /// The (JᵀWJ)ᵢⱼ entry for two Delassus indices.
-    fn delassus(&self, i: usize, j: usize) -> f64 {
+    pub(super) fn delassus(&self, i: usize, j: usize) -> f64 {
         let (a, r) = self.owner[i];
         let (b, s) = self.owner[j];
         self.coupling(a, r, b, s)
@@ -590,7 +341,7 @@ impl ContactLcp<'_> {
         self.scale.as_deref()
     }
 
-    fn entry_unscaled(&self, i: usize, j: usize) -> f64 {
+    pub(super) fn entry_unscaled(&self, i: usize, j: usize) -> f64 {
         let (a, r) = self.owner[i];
         let (b, s) = self.owner[j];
         match (r == LAMBDA, s == LAMBDA) {
@@ -619,7 +370,7 @@ impl ContactLcp<'_> {
     /// or the identity): the structure and the regularization on their
     /// rows, the impulse J x on the blocks it touches, W per block, then Jᵀ
     /// on the contacts touching those blocks.
-    fn add_product_scaled(
+    pub(super) fn add_product_scaled(
         &self,
         x: &[(usize, f64)],
         scale: Option<&[f64]>,
@@ -712,7 +463,7 @@ impl ContactLcp<'_> {
     /// The row of J W^½ of LCP index i (a normal or friction direction) on
     /// its body blocks, as (flat index of the velocity in the island's
     /// blocks, value); nothing for a λ.
-    fn weighted_row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+    pub(super) fn weighted_row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
         let (j, r) = self.owner[i];
         let contact = (r != LAMBDA).then_some(j);
         contact.into_iter().flat_map(move |j| {
@@ -732,7 +483,7 @@ impl ContactLcp<'_> {
 
     /// out += S (M x) or S (Mᵀ x) for x unscaled (S = `scale`, or the
     /// identity).
-    fn add_scaled(&self, x: &[(usize, f64)], transpose: bool, out: &mut [f64]) {
+    pub(super) fn add_scaled(&self, x: &[(usize, f64)], transpose: bool, out: &mut [f64]) {
         match self.scale.as_deref() {
             None => self.add_product_scaled(x, None, transpose, out),
             Some(s) => {
@@ -743,170 +494,48 @@ impl ContactLcp<'_> {
     }
 }
 
-/// A solution refined in velocity space ([`ContactLcp::polish`]).
-pub struct Polished {
-    /// The impulses z (unscaled).
-    pub z: DVector<f64>,
-    /// The slacks w = J Δv + P z + q, with the velocity change Δv itself.
-    pub w: DVector<f64>,
-    /// Δv on the island's velocities (flat, see [`ContactLcp::add_flat`]).
-    pub velocity_change: Vec<f64>,
-}
-
-impl ContactLcp<'_> {
-    /// Number of velocities of the island's bodies (the flat indexing).
-    fn flat_len(&self) -> usize {
-        self.blocks.iter().map(|b| b.len).sum()
+impl LcpMatrix for ContactLcp<'_> {
+    fn size(&self) -> usize {
+        self.layout.size()
     }
 
-    /// out += W^½ Jᵀ z on the flat velocities (z unscaled, by LCP index).
-    fn add_weighted_transpose(&self, z: &[f64], out: &mut [f64]) {
-        for (i, &zi) in z.iter().enumerate() {
-            if zi != 0.0 {
-                for (f, v) in self.weighted_row(i) {
-                    out[f] += v * zi;
-                }
-            }
+    fn entry(&self, i: usize, j: usize) -> f64 {
+        match &self.scale {
+            None => self.entry_unscaled(i, j),
+            Some(s) => s[i] * self.entry_unscaled(i, j) * s[j],
         }
     }
 
-    /// max/min of 1/m over the island's bodies (a body block's first
-    /// velocity is linear; fixed bodies left out): how far apart their
-    /// masses are.
-    pub fn mass_spread(&self) -> f64 {
-        super::solve::spread(self.blocks.iter().map(|b| self.w[b.start]))
+    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
+        let scale = self.scale.as_deref();
+        let alpha = alpha * scale.map_or(1.0, |s| s[j]);
+        self.add_product_scaled(&[(j, alpha)], scale, false, out);
     }
 
-    /// The largest sum of magnitudes |W Jᵀ z| over one velocity: how large
-    /// the terms are whose sum v* + W Jᵀ z gives a body's velocity.
-    pub fn cancellation(&self, z: &DVector<f64>) -> f64 {
-        let mut terms = vec![0.0; self.flat_len()];
-        // `weighted_row`'s entries, in its order, without its iterators.
-        for (i, &zi) in z.iter().enumerate() {
-            let (j, r) = self.owner[i];
-            if zi == 0.0 || r == LAMBDA {
-                continue;
-            }
-            let row = self.jacobians[j].row(r);
-            for &(l, offset) in &self.contact_blocks[j] {
-                let block = &self.blocks[l];
-                let w = &self.w[block.start..block.start + block.len];
-                let values = &row[offset..offset + block.len];
-                let out = &mut terms[block.flat..block.flat + block.len];
-                for ((t, &x), &wf) in out.iter_mut().zip(values).zip(w) {
-                    let v = x * wf.sqrt();
-                    if v != 0.0 {
-                        *t += (v * zi).abs();
-                    }
-                }
-            }
-        }
-        self.blocks
-            .iter()
-            .flat_map(|b| (0..b.len).map(move |i| (b.flat + i, self.w[b.start + i].sqrt())))
-            .fold(0.0, |m, (f, root)| m.max(terms[f] * root))
+    fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        self.add_scaled(x, false, out);
     }
 
-    /// (P z)ᵢ: row i of the LCP matrix without JᵀWJ, i.e. Ẽλ and εΔ on
-    /// a friction row, εΔ on a normal row, μ̃c_n − Ẽᵀβ on a λ row.
-    fn structure_times(&self, i: usize, z: &[f64]) -> f64 {
-        let (b, r) = self.owner[i];
-        if r == LAMBDA {
-            let start = self.first_beta[b];
-            let beta: f64 = z[start..start + self.jacobians[b].friction_count()]
-                .iter()
-                .sum();
-            self.mu[b] * z[self.layout.normal(b)] - beta
-        } else {
-            let lambda = if r == 0 {
-                0.0
-            } else {
-                z[self.layout.lambda(b)]
-            };
-            self.regularization * self.diagonal[i] * z[i] + lambda
-        }
+    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+        self.add_scaled(x, true, out);
     }
 
-    /// wᵢ = J_i W^½ ỹ + (P z)ᵢ + qᵢ, with the velocity change carried as
-    /// ỹ = W^{-½} Δv instead of summed from the impulses.
-    fn slack(&self, i: usize, y: &[f64], z: &[f64], q: &[f64]) -> f64 {
-        let velocity: f64 = self.weighted_row(i).map(|(f, v)| v * y[f]).sum();
-        velocity + self.structure_times(i, z) + q[i]
+    fn factor_block(
+        &self,
+        rows: &[usize],
+        columns: &[usize],
+        covering: Option<&[f64]>,
+    ) -> Option<Box<dyn BlockSolver>> {
+        KktBlock::new(self, rows, columns, covering).map(|b| Box::new(b) as Box<dyn BlockSolver>)
     }
 
-    /// The solution at the complementary basis `basis` (the indices whose
-    /// zᵢ is basic) of LCP(M, q) for this operator (its regularization
-    /// included), refined in velocity space: Newton steps on the KKT system
-    ///
-    /// ```text
-    ///     ỹ − W^½ J_Cᵀ z_C = 0,      J_K W^½ ỹ + (P z)_K + q_K = 0
-    /// ```
-    ///
-    /// (K = C = `basis`) with the factorization of [`KktBlock`], whose
-    /// residuals are computed with the velocity change ỹ = W^{-½}Δv as an
-    /// unknown of its own. Lemke's solution z gives the velocities as sums
-    /// v* + W Jᵀz whose terms, for a gram under 10⁸ kg, are 10⁹–10¹⁰ m/s:
-    /// a componentwise backward error of 10⁻¹³ in z (what Lemke accepts)
-    /// leaves 10⁻³ m/s in the light body's velocity and 10² J of work in
-    /// the heavy impulse. Here the constraint rows are met to the rounding of
-    /// the velocities themselves, and the impulses' rounding shows only as
-    /// an imbalance of momentum of ε|z|. `None` when the block is singular
-    /// or a step is not finite; the caller checks complementarity.
-    pub fn polish(&self, q: &DVector<f64>, basis: &[usize], z: &DVector<f64>) -> Option<Polished> {
-        let kkt = KktBlock::new(self, basis, basis, None)?;
-        let dof = kkt.dof;
-        let n = self.layout.size();
-        let s = |i: usize| self.scale.as_deref().map_or(1.0, |s| s[i]);
-        // Lemke's z on the basis, zero off it.
-        let mut start = vec![0.0; n];
-        for &i in basis {
-            start[i] = z[i];
-        }
-        let mut z = start;
-        let mut y = vec![0.0; dof];
-        self.add_weighted_transpose(&z, &mut y);
-        let mut rhs = vec![0.0; dof + basis.len()];
-        for _ in 0..POLISH_STEPS {
-            rhs.iter_mut().for_each(|x| *x = 0.0);
-            self.add_weighted_transpose(&z, &mut rhs[..dof]);
-            for (r, yf) in rhs[..dof].iter_mut().zip(&y) {
-                *r -= yf;
+    fn magnitude(&self) -> f64 {
+        match &self.scale {
+            None => {
+                let mu = self.mu.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+                (self.largest_diagonal * (1.0 + self.regularization)).max(mu)
             }
-            for (k, &i) in basis.iter().enumerate() {
-                rhs[dof + k] = s(i) * self.slack(i, &y, &z, q.as_slice());
-            }
-            kkt.solve_full(&mut rhs);
-            if !rhs.iter().all(|x| x.is_finite()) {
-                return None;
-            }
-            for (yf, d) in y.iter_mut().zip(&rhs[..dof]) {
-                *yf += d;
-            }
-            for (k, &i) in basis.iter().enumerate() {
-                z[i] += s(i) * rhs[dof + k];
-            }
-        }
-        let w = DVector::from_fn(n, |i, _| self.slack(i, &y, &z, q.as_slice()));
-        let mut velocity_change = y;
-        for b in &self.blocks {
-            for i in 0..b.len {
-                velocity_change[b.flat + i] *= self.w[b.start + i].sqrt();
-            }
-        }
-        Some(Polished {
-            z: DVector::from_vec(z),
-            w,
-            velocity_change,
-        })
-    }
-
-    /// out += Δv for a velocity change on the flat velocities
-    /// ([`Polished::velocity_change`]), global indexing.
-    pub fn add_flat(&self, velocity_change: &[f64], out: &mut DVector<f64>) {
-        for b in &self.blocks {
-            for i in 0..b.len {
-                out[b.start + i] += velocity_change[b.flat + i];
-            }
+            Some(_) => self.scaled_magnitude.max(1.0 + self.regularization),
         }
     }
 }
@@ -927,16 +556,16 @@ impl ContactLcp<'_> {
 /// impulse with every other on the same body. A sparse LU (faer's, COLAMD
 /// ordering, partial pivoting) factors it in a few milliseconds where a
 /// dense LU of S (m ≈ 870 on a pile of 100 bodies) took tens.
-struct KktBlock {
-    lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
+pub(super) struct KktBlock {
+    pub(super) lu: Arc<faer::sparse::linalg::solvers::Lu<usize, f64>>,
     /// Rows of the ỹ part.
-    dof: usize,
+    pub(super) dof: usize,
     /// m.
-    size: usize,
+    pub(super) size: usize,
 }
 
 impl KktBlock {
-    fn new(
+    pub(super) fn new(
         lcp: &ContactLcp<'_>,
         rows: &[usize],
         columns: &[usize],
@@ -1050,7 +679,7 @@ impl KktBlock {
 
     /// Solves the whole KKT system in place: `b` holds the ỹ rows, then
     /// the m rows of the block.
-    fn solve_full(&self, b: &mut [f64]) {
+    pub(super) fn solve_full(&self, b: &mut [f64]) {
         use faer::linalg::solvers::Solve;
         let mat = faer::MatMut::from_column_major_slice_mut(b, self.dof + self.size, 1);
         self.lu.solve_in_place(mat);
@@ -1061,7 +690,7 @@ impl KktBlock {
     /// zero ỹ rows. faer's sparse triangular solves take up to four
     /// right-hand sides per pass over the factors, each with the
     /// operations of its own solve (the same result, bit for bit).
-    fn solve_columns(&self, b: &mut [f64], count: usize, transpose: bool) {
+    pub(super) fn solve_columns(&self, b: &mut [f64], count: usize, transpose: bool) {
         use faer::linalg::solvers::Solve;
         if count == 0 {
             return;
@@ -1095,51 +724,5 @@ impl BlockSolver for KktBlock {
 
     fn solve_transpose_columns(&self, b: &mut [f64], count: usize) {
         self.solve_columns(b, count, true);
-    }
-}
-
-impl LcpMatrix for ContactLcp<'_> {
-    fn size(&self) -> usize {
-        self.layout.size()
-    }
-
-    fn entry(&self, i: usize, j: usize) -> f64 {
-        match &self.scale {
-            None => self.entry_unscaled(i, j),
-            Some(s) => s[i] * self.entry_unscaled(i, j) * s[j],
-        }
-    }
-
-    fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
-        let scale = self.scale.as_deref();
-        let alpha = alpha * scale.map_or(1.0, |s| s[j]);
-        self.add_product_scaled(&[(j, alpha)], scale, false, out);
-    }
-
-    fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        self.add_scaled(x, false, out);
-    }
-
-    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        self.add_scaled(x, true, out);
-    }
-
-    fn factor_block(
-        &self,
-        rows: &[usize],
-        columns: &[usize],
-        covering: Option<&[f64]>,
-    ) -> Option<Box<dyn BlockSolver>> {
-        KktBlock::new(self, rows, columns, covering).map(|b| Box::new(b) as Box<dyn BlockSolver>)
-    }
-
-    fn magnitude(&self) -> f64 {
-        match &self.scale {
-            None => {
-                let mu = self.mu.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
-                (self.largest_diagonal * (1.0 + self.regularization)).max(mu)
-            }
-            Some(_) => self.scaled_magnitude.max(1.0 + self.regularization),
-        }
     }
 }

@@ -29,9 +29,9 @@
 use nalgebra::{Matrix3, Vector2, Vector3};
 
 /// Newton steps on φ before the grid search takes over.
-const NEWTON_STEPS: usize = 40;
+pub(super) const NEWTON_STEPS: usize = 40;
 /// Grid points of the fallback search over φ ∈ [0, 2π).
-const GRID: usize = 72;
+pub(super) const GRID: usize = 72;
 
 /// The projection of x onto K_μ = {‖x_T‖ ≤ μ x_N} (x = (x_N, x_T₁, x_T₂)).
 pub fn project(x: &Vector3<f64>, mu: f64) -> Vector3<f64> {
@@ -102,7 +102,7 @@ pub fn solve(
 /// [`solve`]'s sliding case for a general block W: Newton's method on the
 /// slip angle from three starts, then a grid.
 #[inline(never)]
-fn slide(
+pub(super) fn slide(
     w: &Matrix3<f64>,
     q: &Vector3<f64>,
     mu: f64,
@@ -147,38 +147,38 @@ pub fn decoupled_and_isotropic(w: &Matrix3<f64>) -> bool {
 }
 
 /// The sliding case's equation in the slip angle φ.
-struct Sliding<'a> {
-    w: &'a Matrix3<f64>,
-    q: &'a Vector3<f64>,
-    mu: f64,
+pub(super) struct Sliding<'a> {
+    pub(super) w: &'a Matrix3<f64>,
+    pub(super) q: &'a Vector3<f64>,
+    pub(super) mu: f64,
 }
 
 /// g(φ) and what decides whether its root is a solution.
-struct Evaluation {
+pub(super) struct Evaluation {
     /// s⊥·u_T: zero when the slip is along s.
-    g: f64,
+    pub(super) g: f64,
     /// dg/dφ.
-    slope: f64,
+    pub(super) slope: f64,
     /// r_N(φ) > 0 with a positive denominator.
-    admissible: bool,
+    pub(super) admissible: bool,
     /// s·u_T: the slip speed, ≥ 0 at a solution.
-    speed: f64,
+    pub(super) speed: f64,
 }
 
 impl Sliding<'_> {
-    fn direction(phi: f64) -> (Vector2<f64>, Vector2<f64>) {
+    pub(super) fn direction(phi: f64) -> (Vector2<f64>, Vector2<f64>) {
         let (sin, cos) = phi.sin_cos();
         (Vector2::new(cos, sin), Vector2::new(-sin, cos))
     }
 
-    fn impulse(&self, phi: f64) -> Vector3<f64> {
+    pub(super) fn impulse(&self, phi: f64) -> Vector3<f64> {
         let (s, _) = Self::direction(phi);
         let w_nt = Vector2::new(self.w[(0, 1)], self.w[(0, 2)]);
         let r_n = -self.q.x / (self.w[(0, 0)] - self.mu * w_nt.dot(&s));
         Vector3::new(r_n, -self.mu * r_n * s.x, -self.mu * r_n * s.y)
     }
 
-    fn evaluate(&self, phi: f64) -> Evaluation {
+    pub(super) fn evaluate(&self, phi: f64) -> Evaluation {
         let (s, perp) = Self::direction(phi);
         let w = self.w;
         let mu = self.mu;
@@ -205,12 +205,12 @@ impl Sliding<'_> {
     }
 
     /// Whether φ solves the sliding case to round-off.
-    fn accept(&self, e: &Evaluation) -> bool {
+    pub(super) fn accept(&self, e: &Evaluation) -> bool {
         let scale = self.q.norm();
         e.admissible && e.speed >= -1e-12 * scale
     }
 
-    fn newton(&self, mut phi: f64) -> Option<f64> {
+    pub(super) fn newton(&self, mut phi: f64) -> Option<f64> {
         for _ in 0..NEWTON_STEPS {
             let e = self.evaluate(phi);
             if !e.admissible || e.slope == 0.0 || !e.g.is_finite() {
@@ -228,7 +228,7 @@ impl Sliding<'_> {
 
     /// The admissible root of g with the largest slip speed among the sign
     /// changes on the grid, refined by bisection.
-    fn grid(&self) -> Option<f64> {
+    pub(super) fn grid(&self) -> Option<f64> {
         let step = std::f64::consts::TAU / GRID as f64;
         let mut best: Option<(f64, f64)> = None;
         let mut last = self.evaluate(0.0);

@@ -5,20 +5,9 @@
 use super::contact_options;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpStatus, Principal};
 use crate::model::Contact;
-use crate::stepper::assembly::Layout;
+use crate::solver::problem::Layout;
 use nalgebra::{DMatrix, DVector};
 use rustc_hash::FxHashMap as HashMap;
-
-/// The first friction row of each contact in (29).
-pub(in crate::stepper) fn friction_starts(contacts: &[&Contact]) -> Vec<usize> {
-    let mut starts = Vec::with_capacity(contacts.len());
-    let mut row = 0;
-    for c in contacts {
-        starts.push(row);
-        row += c.jacobian.friction_count();
-    }
-    starts
-}
 
 /// For each index of an island's LCP, its index in the whole problem's
 /// layout, into `out` (replaced).
@@ -55,14 +44,14 @@ pub fn islands(contacts: &[&Contact]) -> Vec<Vec<usize>> {
 #[derive(Debug, Clone, Default)]
 pub struct Islands {
     /// The islands' contacts (the first `count` lists).
-    groups: Vec<Vec<usize>>,
-    count: usize,
+    pub(super) groups: Vec<Vec<usize>>,
+    pub(super) count: usize,
     /// Union–find over the velocity blocks: a block's node, each node's
     /// parent, each contact's first node, each root's island.
-    index: HashMap<usize, usize>,
-    parent: Vec<usize>,
-    first_block: Vec<usize>,
-    group_of: HashMap<usize, usize>,
+    pub(super) index: HashMap<usize, usize>,
+    pub(super) parent: Vec<usize>,
+    pub(super) first_block: Vec<usize>,
+    pub(super) group_of: HashMap<usize, usize>,
 }
 
 impl Islands {

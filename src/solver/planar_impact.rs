@@ -92,7 +92,7 @@ impl PlanarImpactLcp {
                 jacobian.set_column(k + r, w_t);
             }
         }
-        let minv_jacobian = super::assembly::apply_mass_inverse(mass_inverse, &jacobian);
+        let minv_jacobian = super::linalg::apply_mass_inverse(mass_inverse, &jacobian);
         // Wᵀ M⁻¹ W for W = [W_N W_T].
         let delassus = jacobian.tr_mul(&minv_jacobian);
         let size = k + 2 * kf;
@@ -182,7 +182,7 @@ impl PlanarImpactLcp {
     /// max/min of the positive diagonal of M⁻¹ (how far apart the masses
     /// are).
     pub fn mass_spread(&self) -> f64 {
-        super::solve::spread(self.mass_inverse_diagonal.iter().copied())
+        super::linalg::spread(self.mass_inverse_diagonal.iter().copied())
     }
 
     /// The largest sum of magnitudes |M⁻¹ W λ| over one velocity for a
@@ -220,7 +220,7 @@ impl PlanarImpactLcp {
     /// The solution of (33) at the complementary basis `basis` (the indices
     /// whose xᵢ is basic), refined by Newton steps with the velocity change
     /// Δu = M⁻¹Wλ an unknown of its own, as
-    /// [`crate::stepper::assembly::Impulses::polish`] does for (29): each
+    /// [`super::lemke::assembly::Impulses::polish`] does for (29): each
     /// step solves A_KK δx = −y_K − W_Kᵀ r with r = M⁻¹Wλ(x) − Δu, then
     /// Δu += r + M⁻¹Wλ(δx). Returns (x, y, Δu); `None` when the block is
     /// singular or a step is not finite.
@@ -233,7 +233,7 @@ impl PlanarImpactLcp {
         let columns = self.jacobian.ncols();
         let a = &self.lcp.m;
         let block =
-            super::assembly::BasisBlock::new(DMatrix::from_fn(basis.len(), basis.len(), |r, c| {
+            super::linalg::BasisBlock::new(DMatrix::from_fn(basis.len(), basis.len(), |r, c| {
                 a[(basis[r], basis[c])]
             }));
         let mut x_basic = DVector::zeros(size);
@@ -241,7 +241,7 @@ impl PlanarImpactLcp {
             x_basic[i] = x[i];
         }
         let mut x = x_basic;
-        let du = super::assembly::velocity_newton(
+        let du = super::linalg::velocity_newton(
             &block,
             basis,
             &mut x,

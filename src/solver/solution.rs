@@ -2,9 +2,9 @@
 //! type every form, method and scheme hands around, and how its unknowns are
 //! laid out ([`Unknowns`]).
 
+use super::planar_impact::PlanarImpulse;
+use super::problem::Layout;
 use crate::lcp::{Lcp, LcpStatus};
-use crate::stepper::assembly::Layout;
-use crate::stepper::glocker_studer::PlanarImpulse;
 use nalgebra::DVector;
 
 /// How the unknowns of a [`ContactSolution`] are laid out.
@@ -49,7 +49,7 @@ pub struct ContactSolution {
     /// Size of the largest of them.
     pub largest_island: usize,
     /// Of the islands, those taken from an earlier solve of the same step
-    /// with the same LCP, bit for bit (`solve::memo`), instead of solved.
+    /// with the same LCP, bit for bit (`lemke::memo`), instead of solved.
     pub reused: usize,
     /// NSGS sweeps (0 for Lemke).
     pub sweeps: usize,

@@ -235,10 +235,9 @@ impl Anderson {
     /// The safeguards at an iterate with ‖f‖² = `norm`: whether the history
     /// restarts from it, G(x) being the next iterate.
     /// - Growth: a residual larger than the last one restarts (Walker & Ni
-    ///   §5's restarted variants). Rejecting the combination instead and
-    ///   going back to the G it replaced was tried: the acceleration needs
-    ///   the iterates that are worse for a sweep or two on the way (tower.ron
-    ///   at 1e-8 gained nothing with it).
+    ///   §5's restarted variants). The combination itself is kept: the
+    ///   acceleration needs the iterates that are worse for a sweep or two
+    ///   on the way.
     /// - Stagnation: combinations and restarts can cycle without progress (a
     ///   mode switch that the combination undoes). After [`Self::stall`]
     ///   mixed iterates without a new smallest residual, plain iterates make

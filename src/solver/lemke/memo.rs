@@ -33,11 +33,11 @@ use std::hash::{Hash, Hasher};
 
 /// One island's solve: its key, and what the solve wrote.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Solved {
-    key: Vec<u64>,
+pub(in crate::solver) struct Solved {
+    pub(super) key: Vec<u64>,
     /// The key's hash.
-    hash: u64,
-    ids: Vec<ContactId>,
+    pub(super) hash: u64,
+    pub(super) ids: Vec<ContactId>,
     /// z and w in the island's own order.
     pub z: Vec<f64>,
     pub w: Vec<f64>,
@@ -61,7 +61,7 @@ pub(super) struct Solved {
 /// level 0, is reused when the warm start is the same and the test again
 /// declines the refinement.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Strict {
+pub(in crate::solver) struct Strict {
     /// The warm start mapped for the island (`None`: none was mapped).
     pub warm: Option<Vec<usize>>,
     /// The refinement test's cancellation of the solution (m/s).
@@ -70,21 +70,21 @@ pub(super) struct Strict {
 
 /// An island's key and its hash ([`Memo::find`]).
 #[derive(Debug, Clone, Default)]
-pub(super) struct Key {
-    words: Vec<u64>,
-    hash: u64,
+pub(in crate::solver) struct Key {
+    pub(super) words: Vec<u64>,
+    pub(super) hash: u64,
 }
 
 /// The islands of the last solve and of the current one.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Memo {
-    last: Vec<Solved>,
-    by_key: HashMap<u64, usize>,
-    now: Vec<Solved>,
+pub(in crate::solver) struct Memo {
+    pub(super) last: Vec<Solved>,
+    pub(super) by_key: HashMap<u64, usize>,
+    pub(super) now: Vec<Solved>,
     /// Storage for the next entries.
-    spare: Vec<Solved>,
+    pub(super) spare: Vec<Solved>,
     /// The time (bits) at which the step that kept `now` ended.
-    ended: Option<u64>,
+    pub(super) ended: Option<u64>,
 }
 
 impl Memo {
@@ -198,12 +198,12 @@ impl Memo {
 /// places that [`Memo::keep_found`] left (the entry itself moved on): kept,
 /// they grew the pool by one entry a reuse (the pile of 200 reuses about
 /// 450 islands a step), and its copies with it.
-fn release(spare: &mut Vec<Solved>, entries: &mut Vec<Solved>) {
+pub(super) fn release(spare: &mut Vec<Solved>, entries: &mut Vec<Solved>) {
     spare.extend(entries.drain(..).filter(|solved| solved.key.capacity() > 0));
 }
 
 /// A key's hash.
-fn hash(key: &[u64]) -> u64 {
+pub(super) fn hash(key: &[u64]) -> u64 {
     let mut hasher = FxHasher::default();
     key.hash(&mut hasher);
     hasher.finish()

@@ -16,47 +16,9 @@
 use crate::lcp::Lcp;
 use crate::model::block_inverse::DisjointSets;
 use crate::model::{BlockInverse, Contact, ContactJacobian, MassInverse};
+use crate::solver::linalg::{BasisBlock, velocity_newton};
+use crate::solver::problem::Layout;
 use nalgebra::{DMatrix, DVector};
-
-/// The block layout of the assembled LCP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Layout {
-    /// Number of contacts p.
-    pub contacts: usize,
-    /// Total friction directions Σ k_j (the β block size).
-    pub friction: usize,
-}
-
-impl Layout {
-    /// The layout of these contacts' LCP.
-    pub fn of(contacts: &[&Contact]) -> Self {
-        Self {
-            contacts: contacts.len(),
-            friction: contacts.iter().map(|c| c.jacobian.friction_count()).sum(),
-        }
-    }
-    /// LCP size Σk + 2p.
-    pub fn size(&self) -> usize {
-        self.friction + 2 * self.contacts
-    }
-    /// The indices of the normal impulses c̃_n.
-    pub fn normals(&self) -> std::ops::Range<usize> {
-        self.friction..self.friction + self.contacts
-    }
-    /// Index of c_n of contact j.
-    pub fn normal(&self, j: usize) -> usize {
-        self.friction + j
-    }
-    /// The indices of the slip speeds λ̃ (rows μ̃c̃_n − Ẽᵀβ̃, in impulse
-    /// units).
-    pub fn lambdas(&self) -> std::ops::Range<usize> {
-        self.friction + self.contacts..self.size()
-    }
-    /// Index of λ of contact j.
-    pub fn lambda(&self, j: usize) -> usize {
-        self.friction + self.contacts + j
-    }
-}
 
 /// The contacts' generalized impulse directions J = [D̃ ñ] (β columns first,
 /// then normals) and the map W from generalized impulse to velocity change
@@ -69,14 +31,14 @@ impl Layout {
 pub struct Impulses<'a> {
     /// Block layout.
     pub layout: Layout,
-    contacts: Vec<&'a ContactJacobian>,
+    pub(super) contacts: Vec<&'a ContactJacobian>,
     /// Column of the first friction direction of each contact.
-    first_beta: Vec<usize>,
-    map: Map,
-    dof: usize,
+    pub(super) first_beta: Vec<usize>,
+    pub(super) map: Map,
+    pub(super) dof: usize,
 }
 
-enum Map {
+pub(super) enum Map {
     /// W per velocity, and for each velocity block start the contacts touching it.
     Diagonal {
         w: DVector<f64>,
@@ -99,15 +61,15 @@ enum Map {
 
 /// A contact's rows on one component g of W: J_g ((k + 1) × |g|, row r the
 /// contact's row r) and W_g J_gᵀ (|g| × (k + 1)).
-struct Part {
-    component: usize,
-    rows: DMatrix<f64>,
-    weighted: DMatrix<f64>,
+pub(super) struct Part {
+    pub(super) component: usize,
+    pub(super) rows: DMatrix<f64>,
+    pub(super) weighted: DMatrix<f64>,
 }
 
 impl Part {
     /// The parts of contact `c` over the components of `inverse`.
-    fn of(c: &ContactJacobian, inverse: &BlockInverse) -> Vec<Part> {
+    pub(super) fn of(c: &ContactJacobian, inverse: &BlockInverse) -> Vec<Part> {
         let components = inverse.components_of();
         let mut parts: Vec<Part> = Vec::new();
         let mut offset = 0;
@@ -206,7 +168,7 @@ impl<'a> Impulses<'a> {
 
     /// The LCP column of row r (0: normal, i ≥ 1: friction direction i − 1)
     /// of contact j.
-    fn column(&self, j: usize, r: usize) -> usize {
+    pub(super) fn column(&self, j: usize, r: usize) -> usize {
         if r == 0 {
             self.layout.normal(j)
         } else {
@@ -261,7 +223,7 @@ impl<'a> Impulses<'a> {
     /// for every ordered pair of contacts a, b on each component g of
     /// `components` (W by blocks; W need not be symmetric, so every ordered
     /// pair), one small product per pair and component.
-    fn add_component_couplings(
+    pub(super) fn add_component_couplings(
         &self,
         components: impl Iterator<Item = usize>,
         place: impl Fn(usize) -> usize,
@@ -327,7 +289,7 @@ impl<'a> Impulses<'a> {
 
     /// Sets the entries of JᵀWJ between contact a's rows and each of
     /// `coupled`'s, at their `place`.
-    fn set_entries(
+    pub(super) fn set_entries(
         &self,
         a: usize,
         coupled: &[usize],
@@ -345,7 +307,7 @@ impl<'a> Impulses<'a> {
     }
 
     /// G = JᵀWJ between rows r of contact a and s of contact b.
-    fn entry(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
+    pub(super) fn entry(&self, a: usize, r: usize, b: usize, s: usize) -> f64 {
         match &self.map {
             Map::Diagonal { w, .. } => {
                 self.contacts[a].coupling(r, self.contacts[b], s, w.as_slice())
@@ -497,10 +459,10 @@ impl<'a> Impulses<'a> {
             .iter()
             .flat_map(|&j| self.contacts[j].blocks().iter().map(|b| b.start));
         match &self.map {
-            Map::Diagonal { w, .. } => super::solve::spread(starts.map(|s| w[s])),
+            Map::Diagonal { w, .. } => crate::solver::linalg::spread(starts.map(|s| w[s])),
             Map::Blocks { inverse, .. } => {
                 let components = inverse.components_of();
-                super::solve::spread(starts.map(|s| {
+                crate::solver::linalg::spread(starts.map(|s| {
                     let (c, p) = inverse.place(s);
                     components[c].w[(p, p)]
                 }))
@@ -511,7 +473,7 @@ impl<'a> Impulses<'a> {
 
     /// The contact of LCP index i and its row: `Some(r)` for row r of J
     /// (0: the normal, r ≥ 1: dᵣ), `None` for λ.
-    fn owner(&self, i: usize) -> (usize, Option<usize>) {
+    pub(super) fn owner(&self, i: usize) -> (usize, Option<usize>) {
         let layout = self.layout;
         if i >= layout.friction + layout.contacts {
             (i - layout.friction - layout.contacts, None)
@@ -525,7 +487,14 @@ impl<'a> Impulses<'a> {
 
     /// wᵢ = J_i Δv + (P z)ᵢ + qᵢ with the velocity change Δv given: P the
     /// structure of (29) (Ẽλ on a friction row, μ̃c_n − Ẽᵀβ on a λ row).
-    fn slack(&self, i: usize, dv: &DVector<f64>, z: &DVector<f64>, q: f64, mu: &[f64]) -> f64 {
+    pub(super) fn slack(
+        &self,
+        i: usize,
+        dv: &DVector<f64>,
+        z: &DVector<f64>,
+        q: f64,
+        mu: &[f64],
+    ) -> f64 {
         let (j, row) = self.owner(i);
         let structure = match row {
             None => {
@@ -601,139 +570,4 @@ impl<'a> Impulses<'a> {
             Map::Blocks { inverse, .. } => inverse.apply(&self.impulse(z)),
         }
     }
-}
-
-/// Newton steps of a velocity-space refinement ([`Impulses::polish`],
-/// [`super::glocker_studer::PlanarImpactLcp::polish`]; the sparse KKT form
-/// of [`super::contact_lcp::ContactLcp::polish`] is their twin for
-/// islands): `x` the unknowns, zero off the basis, whose basic ones sit at
-/// `basic` in the order of `block`'s rows; Δv = `change`(x), the velocity
-/// change of x, is an unknown of its own. Each step solves A_KK δ = −w_K −
-/// J_K r with r = change(x) − Δv, then x += δ and Δv += r + change(δ), so
-/// the contact rows are met to the rounding of the velocities while the
-/// impulses' rounding shows only in r (an imbalance of momentum). For the
-/// k-th basic unknown, `row_dot(k, v)` is J v on its row (0 on a row that
-/// is not a velocity) and `slack(k, Δv, x)` its wₖ. Returns Δv; `None` when
-/// a step cannot be solved.
-pub(crate) fn velocity_newton(
-    block: &BasisBlock,
-    basic: &[usize],
-    x: &mut DVector<f64>,
-    change: impl Fn(&DVector<f64>) -> DVector<f64>,
-    row_dot: impl Fn(usize, &DVector<f64>) -> f64,
-    slack: impl Fn(usize, &DVector<f64>, &DVector<f64>) -> f64,
-) -> Option<DVector<f64>> {
-    let mut dv = change(x);
-    let mut step = DVector::zeros(x.len());
-    for _ in 0..POLISH_STEPS {
-        let r = change(x) - &dv;
-        let rhs = DVector::from_fn(basic.len(), |row, _| -slack(row, &dv, x) - row_dot(row, &r));
-        let delta = block.solve(rhs)?;
-        step.fill(0.0);
-        for (row, &i) in basic.iter().enumerate() {
-            step[i] = delta[row];
-            x[i] += delta[row];
-        }
-        dv += r + change(&step);
-    }
-    Some(dv)
-}
-
-/// Newton steps of each velocity-space refinement.
-pub(crate) const POLISH_STEPS: usize = 3;
-
-/// min |uᵢᵢ| / max |uᵢᵢ| over the pivots of an LU: how near the factored
-/// matrix is to singular (0 when it is, NaN when a pivot is).
-pub(crate) fn pivot_ratio(lu: &nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>) -> f64 {
-    let (low, high) = lu
-        .u()
-        .diagonal()
-        .iter()
-        .fold((f64::INFINITY, 0.0_f64), |(l, h), d| {
-            (l.min(d.abs()), h.max(d.abs()))
-        });
-    low / high
-}
-
-/// The basis block A_KK of a velocity-space refinement, factored once for
-/// its Newton steps: an LU, or where the block is singular (the four corner
-/// normals of a box face resting flat, more than the face's three freedoms)
-/// the least-squares minimum-norm solution through its SVD, which splits the
-/// load among dependent contacts and meets their consistent rows.
-pub(crate) enum BasisBlock {
-    /// No basic variable, or a block that is not finite.
-    Empty,
-    /// An invertible block.
-    Lu(nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>),
-    /// A singular one.
-    Svd(nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>),
-}
-
-impl BasisBlock {
-    /// Factors `block`.
-    pub(crate) fn new(block: DMatrix<f64>) -> Self {
-        if block.is_empty() || !block.iter().all(|x| x.is_finite()) {
-            return Self::Empty;
-        }
-        let lu = block.clone().lu();
-        if pivot_ratio(&lu) > 1e-12 {
-            return Self::Lu(lu);
-        }
-        // A bounded iteration (nalgebra's `svd` iterates until it converges,
-        // which it may never do on extreme data).
-        match block.try_svd(true, true, f64::EPSILON, 1000) {
-            Some(svd) => Self::Svd(svd),
-            None => Self::Empty,
-        }
-    }
-
-    /// x with A_KK x = b (least squares with the minimum norm for a singular
-    /// block); `None` when it cannot be formed or is not finite.
-    pub(crate) fn solve(&self, b: DVector<f64>) -> Option<DVector<f64>> {
-        let x = match self {
-            Self::Empty => return b.is_empty().then_some(b),
-            Self::Lu(lu) => lu.solve(&b)?,
-            Self::Svd(svd) => {
-                let cutoff = 1e-12 * svd.singular_values.max();
-                svd.solve(&b, cutoff).ok()?
-            }
-        };
-        x.iter().all(|v| v.is_finite()).then_some(x)
-    }
-}
-
-/// M⁻¹ X for a dense M⁻¹, exploiting a diagonal one when there is one.
-pub fn apply_mass_inverse(mass_inverse: &DMatrix<f64>, x: &DMatrix<f64>) -> DMatrix<f64> {
-    let n = mass_inverse.nrows();
-    let diagonal = (0..n).all(|i| (0..n).all(|j| i == j || mass_inverse[(i, j)] == 0.0));
-    if diagonal {
-        let mut out = x.clone();
-        for (i, mut row) in out.row_iter_mut().enumerate() {
-            row *= mass_inverse[(i, i)];
-        }
-        out
-    } else {
-        mass_inverse * x
-    }
-}
-
-/// Sweeps the SVD may take before it is declared not to converge. Golub–Kahan
-/// converges in a few sweeps per singular value; a non-finite or overflowing
-/// matrix would otherwise keep nalgebra's unbounded loop turning forever.
-const SVD_SWEEPS: usize = 1000;
-
-/// S⁺ for a symmetric positive semidefinite S (a Schur complement JᵀM⁻¹J),
-/// dropping singular values below `1e-12 · max|S|` (dependent rows). `None`
-/// when S holds a non-finite entry or the SVD does not converge, so that
-/// inputs near the overflow limit fail the step instead of hanging it.
-pub fn pseudo_inverse(s: DMatrix<f64>) -> Option<DMatrix<f64>> {
-    let largest = s.amax();
-    if !(largest.is_finite() && s.iter().all(|x| x.is_finite())) {
-        return None;
-    }
-    let tolerance = 1e-12 * largest.max(f64::MIN_POSITIVE);
-    s.try_svd(true, true, f64::EPSILON, SVD_SWEEPS)?
-        .pseudo_inverse(tolerance)
-        .ok()
-        .filter(|p| p.iter().all(|x| x.is_finite()))
 }

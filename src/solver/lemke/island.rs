@@ -19,17 +19,18 @@
 //! island time (5.1 of 11.2 ms a step over its first second, one thread),
 //! and the other thread solves the rest meanwhile.
 
+use super::islands::{Islands, frictionless_basis};
+use super::ladder::{Passes, ladder, proximal_passes};
 use super::memo;
-use super::{
-    ContactProblem, ContactSolver, Islands, Passes, complementary, contact_options,
-    frictionless_basis, ladder, polish, proximal_passes, solve_structured_or_fail, write_island,
-};
+use super::operator::{ContactLcp, ContactLcpStorage};
+use super::polish::{complementary, polish};
+use super::{contact_options, solve_structured_or_fail, write_island};
 use crate::lcp::{Lcp, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
-use crate::stepper::assembly::Layout;
-use crate::stepper::contact_lcp::{ContactLcp, ContactLcpStorage};
-use crate::stepper::settings::StepSettings;
-use crate::stepper::warm::{Form, normals_only};
+use crate::solver::ContactSolver;
+use crate::solver::options::LemkeSettings;
+use crate::solver::problem::{ContactProblem, Layout};
+use crate::solver::warm::{Form, normals_only};
 use nalgebra::DVector;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -45,7 +46,7 @@ pub(super) const PARALLEL_UNKNOWNS: usize = 300;
 /// One island of a solve: what its solve reads and what the merge writes,
 /// kept between solves for its storage.
 #[derive(Debug, Clone, Default)]
-pub(super) struct IslandJob {
+pub(in crate::solver) struct IslandJob {
     /// The contacts' identities and friction directions.
     pub ids: Vec<ContactId>,
     pub friction: Vec<usize>,
@@ -66,7 +67,7 @@ pub(super) struct IslandJob {
 
 /// What one island's solve gave.
 #[derive(Debug, Clone)]
-pub(super) struct IslandSolve {
+pub(in crate::solver) struct IslandSolve {
     pub status: LcpStatus,
     /// z, w and the final basis in the island's own order.
     pub z: DVector<f64>,
@@ -84,7 +85,7 @@ pub(super) struct IslandSolve {
 
 /// One thread's work space for island solves.
 #[derive(Debug, Clone, Default)]
-pub(super) struct IslandWork {
+pub(in crate::solver) struct IslandWork {
     /// The storage of an island's operator.
     pub lcp: ContactLcpStorage,
     /// An island's μ, right-hand sides (the scheme's and the relaxed
@@ -95,7 +96,7 @@ pub(super) struct IslandWork {
     pub centre: Vec<f64>,
     pub scale: Vec<f64>,
     /// A velocity change, zero between islands.
-    change: DVector<f64>,
+    pub(super) change: DVector<f64>,
     /// Storage for islands' velocity changes ([`IslandSolve::velocity`]),
     /// given back by the merge.
     pub spare: Vec<Vec<(usize, f64)>>,
@@ -110,7 +111,7 @@ pub(super) struct Shared<'p, 'a> {
     pub w: &'p [f64],
     pub form: Form,
     pub frictionless_start: bool,
-    pub settings: &'p StepSettings,
+    pub settings: &'p LemkeSettings,
     pub velocity_scale: f64,
     /// The first friction row of each contact.
     pub starts: &'p [usize],
@@ -127,9 +128,9 @@ pub(super) struct Shared<'p, 'a> {
 /// at N = 22, 79 of 163 µs). Taken from one queue, a thread that finishes
 /// an island takes the next one, and the wait is at most the last island.
 pub(super) struct Queue {
-    order: Vec<usize>,
-    next: AtomicUsize,
-    failed: AtomicUsize,
+    pub(super) order: Vec<usize>,
+    pub(super) next: AtomicUsize,
+    pub(super) failed: AtomicUsize,
 }
 
 impl Queue {
@@ -152,7 +153,7 @@ impl Queue {
     /// after one that failed (in the islands' order) is skipped: the merge
     /// stops at the first failure, as one loop over the islands would, and
     /// every island before it is still solved by whichever thread takes it.
-    fn take(&self) -> Option<usize> {
+    pub(super) fn take(&self) -> Option<usize> {
         loop {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let g = *self.order.get(i)?;
@@ -162,7 +163,7 @@ impl Queue {
         }
     }
 
-    fn fail(&self, g: usize) {
+    pub(super) fn fail(&self, g: usize) {
         self.failed.fetch_min(g, Ordering::Relaxed);
     }
 }
@@ -216,7 +217,7 @@ impl ContactSolver {
     /// One island's solve: its contacts `members` of the problem, its
     /// `job`'s identities and layout, down the regularization ladder
     /// ([`ladder`]) until a rung solves it.
-    fn solve_island(
+    pub(super) fn solve_island(
         &self,
         shared: &Shared<'_, '_>,
         members: &[usize],

@@ -17,7 +17,7 @@
 //! [`Form`] as well, and [`WarmStart::clear`] drops it on a reset, a scene
 //! change or a failed step.
 
-use super::assembly::Layout;
+use super::problem::Layout;
 use crate::model::ContactId;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};

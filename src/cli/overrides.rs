@@ -1,0 +1,168 @@
+//! The flags that override a scene's parameters, shared by `run`, `record`
+//! and the viewer: each one checked against the model and the chosen
+//! stepper, so that a flag that cannot apply is an error, not ignored.
+
+use crate::params::{FrictionCone, ModelFeatures, ParamError, Params, SolverKind, StepperKind};
+use crate::stepper::StepSettings;
+
+/// Flags that override a scene's parameters (shared by `run`, `record` and
+/// the viewer). The numeric ones take a leading hyphen as part of their value
+/// (`--dt -1e-3`), so a negative value meets the range check of
+/// [`Params::validate`] instead of clap's hint about `-- -1`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Overrides {
+    /// Step size h, s.
+    #[arg(long = "dt", allow_hyphen_values = true)]
+    pub dt: Option<f64>,
+    /// Simulated time, s.
+    #[arg(long, allow_hyphen_values = true)]
+    pub duration: Option<f64>,
+    /// Friction coefficient μ of every contact.
+    #[arg(long, allow_hyphen_values = true)]
+    pub mu: Option<f64>,
+    /// Friction-pyramid edges k (space only, ≥ 3).
+    #[arg(long, allow_hyphen_values = true)]
+    pub edges: Option<usize>,
+    /// Restitution e (steppers with an impact law only).
+    #[arg(long, allow_hyphen_values = true)]
+    pub restitution: Option<f64>,
+    /// Damping coefficient of the scene's dampers.
+    #[arg(long, allow_hyphen_values = true)]
+    pub damping: Option<f64>,
+    /// Stiffness of the scene's springs.
+    #[arg(long, allow_hyphen_values = true)]
+    pub stiffness: Option<f64>,
+    /// Time-stepping scheme (stewart-trinkle, moreau-jean, anitescu-potra, euler-lcp).
+    #[arg(long)]
+    pub stepper: Option<String>,
+    /// Fixed-point iterations of the nonlinear scheme (Stewart–Trinkle §3.6).
+    #[arg(long, allow_hyphen_values = true)]
+    pub ncp_iterations: Option<usize>,
+    /// Contact solver (lemke, nsgs).
+    #[arg(long)]
+    pub solver: Option<String>,
+    /// NSGS: relative residual at which the sweeps stop.
+    #[arg(long, allow_hyphen_values = true)]
+    pub tolerance: Option<f64>,
+    /// NSGS: sweep limit of one solve.
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_iterations: Option<usize>,
+    /// NSGS's friction law in space (circular, pyramid); default circular.
+    #[arg(long = "cone")]
+    pub friction_cone: Option<String>,
+    /// Threads a step may use, 1 or 2 [default: 2]: NSGS's sweeps and the
+    /// narrow phase of large scenes split in two halves. The result is the
+    /// same bit for bit; 1 leaves the second core to the rest (the viewer's
+    /// drawing, another run).
+    #[arg(long, allow_hyphen_values = true)]
+    pub threads: Option<usize>,
+}
+
+impl Overrides {
+    /// Writes the flags that are not parameters (`--threads`) into the
+    /// stepper's settings.
+    pub fn apply_settings(&self, settings: &mut StepSettings) {
+        if let Some(n) = self.threads {
+            settings.threads = n;
+        }
+    }
+
+    /// `params` with these flags applied, validated against the model's
+    /// `features`. A flag the model or the chosen stepper cannot use is an
+    /// error, not silently ignored.
+    pub fn apply(&self, params: &Params, model: &ModelFeatures) -> Result<Params, ParamError> {
+        let o = self;
+        let mut p = params.clone();
+        if let Some(name) = &o.stepper {
+            p.stepper = name
+                .parse::<StepperKind>()
+                .map_err(|e| ParamError::new("stepper", e))?;
+        }
+        let set = |slot: &mut f64, value: Option<f64>| {
+            if let Some(v) = value {
+                *slot = v;
+            }
+        };
+        set(&mut p.dt, o.dt);
+        set(&mut p.duration, o.duration);
+        set(&mut p.mu, o.mu);
+        if let Some(k) = o.edges {
+            if model.planar {
+                return Err(ParamError::new(
+                    "edges",
+                    "the scene is planar; planar contacts always use the pair ±t",
+                ));
+            }
+            p.edges = k;
+        }
+        if let Some(e) = o.restitution {
+            if !p.stepper.uses_restitution() {
+                return Err(ParamError::new(
+                    "restitution",
+                    format!(
+                        "the {} stepper is inelastic by construction and has no restitution",
+                        p.stepper
+                    ),
+                ));
+            }
+            p.restitution = e;
+        }
+        if let Some(d) = o.damping {
+            if !model.dampers_take_damping {
+                return Err(ParamError::new(
+                    "damping",
+                    "the scene has no dampers that take the scene-wide coefficient",
+                ));
+            }
+            p.damping = d;
+        }
+        if let Some(k) = o.stiffness {
+            if !model.springs_take_stiffness {
+                return Err(ParamError::new(
+                    "stiffness",
+                    "the scene has no springs that take the scene-wide stiffness",
+                ));
+            }
+            p.stiffness = k;
+        }
+        if let Some(n) = o.ncp_iterations {
+            p.ncp_iterations = n;
+        }
+        if let Some(name) = &o.solver {
+            p.solver = name
+                .parse::<SolverKind>()
+                .map_err(|e| ParamError::new("solver", e))?;
+        }
+        if let Some(n) = o.threads
+            && !(1..=2).contains(&n)
+        {
+            return Err(ParamError::new(
+                "threads",
+                format!("{n}: must be 1 or 2 (a step's work splits in two halves)"),
+            ));
+        }
+        for (field, given) in [
+            ("tolerance", o.tolerance.is_some()),
+            ("max_iterations", o.max_iterations.is_some()),
+        ] {
+            if given && p.solver != SolverKind::Nsgs {
+                return Err(ParamError::new(
+                    field,
+                    "applies to the nsgs solver only (add --solver nsgs)",
+                ));
+            }
+        }
+        if let Some(name) = &o.friction_cone {
+            p.friction_cone = Some(
+                name.parse::<FrictionCone>()
+                    .map_err(|e| ParamError::new("friction_cone", e))?,
+            );
+        }
+        set(&mut p.tolerance, o.tolerance);
+        if let Some(n) = o.max_iterations {
+            p.max_iterations = n;
+        }
+        p.validate(model)?;
+        Ok(p)
+    }
+}

@@ -1,0 +1,492 @@
+//! NSGS on Coulomb's circular cone: each contact's three unknowns against
+//! its 3 × 3 Delassus block, solved exactly by [`super::coulomb_cone`], the
+//! sweeps combined by Anderson acceleration, and the contacts that join
+//! during the sweeps (Moreau–Jean's activation).
+
+use super::anderson::Anderson;
+use super::coulomb_cone;
+use super::halves::{Halves, PROBE_SWEEPS, SPLIT_MIN, padded_block};
+use super::kernels::{Cone, Span, Velocity, move_to, pad, residual_sums, sweep, unpad};
+use super::{NsgsSolution, PROXIMAL, Workspace};
+use crate::lcp::LcpStatus;
+use crate::model::ContactJacobian;
+use crate::pair_thread::{self, PairThread, both};
+use crate::solver::options::NsgsOptions;
+use crate::solver::problem::{Activation, ContactProblem, Layout, friction_starts};
+use crate::solver::warm::LastImpulses;
+use nalgebra::{DVector, Matrix3, Vector3};
+use std::time::{Duration, Instant};
+
+/// The full residual is computed at least every this many sweeps.
+pub(super) const FULL_RESIDUAL_EVERY: usize = 8;
+
+/// Under [`Activation`], contacts join before the first sweep too, at the
+/// velocity of the warm start (each with its own last impulse), for as many
+/// rounds as contacts keep joining, at most this many: a grain resting on
+/// one whose gap at q^M came out a hair positive approaches it at h·g under
+/// the others' warm impulses, and joined only at a residual check after 8
+/// sweeps, then the next ones at the checks after (the 1,000-grain silo's
+/// steps had 1,300 contacts at the first check and 1,880 at the last, 20
+/// checks later). Joining them first saves about a third of the sweeps of
+/// the granular scenes and leaves their overlaps within a millimetre; the
+/// silo's steps take 1–5 rounds, at most 10.
+pub(super) const WARM_GROWTH_ROUNDS: usize = 8;
+
+/// The contacts taking part ([`Activation`]).
+pub(super) struct Participation<'a, 'w> {
+    pub(super) active: Vec<bool>,
+    pub(super) rule: Option<Activation<'a>>,
+    /// The contacts not taking part yet, each with its normal row copied
+    /// into `normals` ([`Span`] of one row): what a check reads, in one
+    /// place and in the order checked, instead of in each candidate's own
+    /// Jacobian allocation (the 5,000-grain silo, with ten candidates for
+    /// every contact taking part, spent a sixth of its step reading them).
+    pub(super) waiting: &'w mut Vec<(usize, Span)>,
+    pub(super) normals: &'w mut Vec<f64>,
+    /// Whether each waiting contact closes, at a check.
+    pub(super) closes: &'w mut Vec<bool>,
+}
+
+impl<'a, 'w> Participation<'a, 'w> {
+    /// The contacts taking part at the start, with `waiting` and `normals`
+    /// (kept between steps) as its storage.
+    pub(super) fn of(
+        problem: &ContactProblem<'a>,
+        waiting: &'w mut Vec<(usize, Span)>,
+        normals: &'w mut Vec<f64>,
+        closes: &'w mut Vec<bool>,
+    ) -> Self {
+        let n = problem.contacts.len();
+        waiting.clear();
+        normals.clear();
+        match problem.activation {
+            Some(rule) => {
+                for (j, c) in problem.contacts.iter().enumerate() {
+                    if rule.initially[j] {
+                        continue;
+                    }
+                    waiting.push((j, Span::copy(&c.jacobian, 1, normals)));
+                }
+                Self {
+                    active: rule.initially.to_vec(),
+                    rule: Some(rule),
+                    waiting,
+                    normals,
+                    closes,
+                }
+            }
+            None => Self {
+                active: vec![true; n],
+                rule: None,
+                waiting,
+                normals,
+                closes,
+            },
+        }
+    }
+
+    /// At a residual check: activates every contact the velocity `u` would
+    /// close (module documentation of [`Activation`]) and appends it to
+    /// `joined`.
+    /// The rows are read in two halves, on two threads when there is a
+    /// `pair` and enough of them.
+    pub(super) fn grow(&mut self, v: Velocity, joined: &mut Vec<usize>, pair: Option<&PairThread>) {
+        let Some(rule) = self.rule else {
+            return;
+        };
+        let (normals, closes) = (&*self.normals, &mut *self.closes);
+        let n = self.waiting.len();
+        closes.clear();
+        closes.resize(n, false);
+        let check = |waiting: &[(usize, Span)], out: &mut [bool]| {
+            for (&(j, normal), closes) in waiting.iter().zip(out) {
+                // SAFETY: the velocity is only read during the call.
+                let speed = unsafe { normal.dots_at(normals, v) }.x;
+                *closes = rule.gaps[j] + rule.lead * speed < -rule.depth;
+            }
+        };
+        let (first, second) = self.waiting.split_at(n / 2);
+        let (into_first, into_second) = closes.split_at_mut(n / 2);
+        both(
+            pair,
+            n >= SPLIT_MIN,
+            || check(first, into_first),
+            || check(second, into_second),
+        );
+        let active = &mut self.active;
+        let mut flags = closes.iter();
+        self.waiting.retain(|&(j, _)| {
+            let closes = flags.next().copied().unwrap_or(false);
+            if closes {
+                active[j] = true;
+                joined.push(j);
+            }
+            !closes
+        });
+    }
+
+    pub(super) fn result(self) -> Option<Vec<bool>> {
+        self.rule.map(|_| self.active)
+    }
+}
+
+/// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact; in the plane
+/// of rows 0..2 (n, t), with 1 for the absent second tangent.
+pub(super) fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix3<f64> {
+    let rows = if planar { 2 } else { 3 };
+    let mut block = Matrix3::zeros();
+    if planar {
+        block[(2, 2)] = 1.0;
+    }
+    for a in 0..rows {
+        for b in a..rows {
+            let value = jac.coupling(a, jac, b, w);
+            block[(a, b)] = value;
+            block[(b, a)] = value;
+        }
+    }
+    block
+}
+
+/// NSGS on the circular cone (module documentation).
+pub(super) fn solve_cone(
+    problem: &ContactProblem<'_>,
+    w: &[f64],
+    warm: &LastImpulses,
+    limits: NsgsOptions,
+    workspace: &mut Workspace,
+    planar: bool,
+) -> NsgsSolution {
+    let contacts = problem.contacts;
+    let layout = Layout::of(contacts);
+    let starts = friction_starts(contacts);
+    // Impulse rows: n, t₁, t₂ (n, t in the plane).
+    let rows = if planar { 2 } else { 3 };
+    let Workspace {
+        cones,
+        waiting,
+        normals,
+        closes,
+        arena,
+        anderson,
+        iterate: x,
+        image: g,
+        halves,
+        padded,
+    } = workspace;
+    // The helper, and whether to use it: the last measurement's verdict
+    // until this solve's own ([`PROBE_SWEEPS`]).
+    let helper = if limits.threads >= 2 && contacts.len() >= SPLIT_MIN {
+        pair_thread::shared()
+    } else {
+        None
+    };
+    let mut pair = helper.filter(|_| pair_thread::pays());
+    let mut probe = [Duration::ZERO; 2];
+    cones.clear();
+    arena.clear();
+    let mut part = Participation::of(problem, waiting, normals, closes);
+    let mut velocity = problem.free.clone();
+    // Large problems of rigid bodies' blocks work on a padded copy of the
+    // velocity, each body on its own cache line ([`PAD`]), from the start to
+    // the end of the solve: the two threads of a split sweep then never
+    // write one line, and nothing moves a body's velocity between the
+    // threads but the contacts across the cut.
+    let block = padded_block(contacts, planar);
+    let v = if block > 0 {
+        pad(&velocity, block, padded);
+        Velocity::padded(padded)
+    } else {
+        Velocity::of(&mut velocity)
+    };
+    let mut joined: Vec<usize> = (0..contacts.len()).filter(|&j| part.active[j]).collect();
+    let add_cones = |joined: &mut Vec<usize>, cones: &mut Vec<Cone>, arena: &mut Vec<f64>| {
+        for j in joined.drain(..) {
+            let c = contacts[j];
+            let jac = &c.jacobian;
+            let block = delassus(jac, w, planar);
+            let shift = PROXIMAL * block[(0, 0)].max(0.0);
+            let w_local = block + Matrix3::identity() * shift;
+            // A 3 × 3 block of independent rows on a body with mass is
+            // positive definite; the tiny shift only guards a degenerate
+            // Jacobian.
+            let w_inverse = w_local.try_inverse().unwrap_or_else(|| {
+                let tiny = 1e-12 * w_local.trace().abs().max(f64::MIN_POSITIVE);
+                (w_local + Matrix3::identity() * tiny)
+                    .try_inverse()
+                    .unwrap_or_else(Matrix3::zeros)
+            });
+            let term = |i: usize| {
+                problem
+                    .friction_terms
+                    .get(starts[j] + i)
+                    .copied()
+                    .unwrap_or(0.0)
+            };
+            let mu = problem.mu[j];
+            // The warm start: (c_n, β₁…β₄) → r_T = (β₁ − β₃, β₂ − β₄), in the
+            // cone; in the plane (c_n, β₊, β₋) → r_T = β₊ − β₋. A contact
+            // that joins during the sweeps starts from its last impulse too:
+            // a resting contact whose gap at q^M came out a hair positive
+            // then carries its load again at once (the silo: 10 % fewer
+            // sweeps; its deepest overlap over 6 s 5.8 mm instead of 7.1).
+            let r = warm
+                .get(&c.id)
+                .filter(|p| p.len() == jac.friction_count() + 1 && p.iter().all(|x| x.is_finite()))
+                .map_or_else(Vector3::zeros, |p| {
+                    let r = if planar {
+                        Vector3::new(p[0], p[1] - p[2], 0.0)
+                    } else {
+                        Vector3::new(p[0], p[1] - p[3], p[2] - p[4])
+                    };
+                    coulomb_cone::project(&r, mu)
+                });
+            let span = Span::copy(jac, rows, arena);
+            // SAFETY: one thread; `v` is the solve's velocity.
+            unsafe { span.add_at(arena, w, &r, v) };
+            cones.push(Cone {
+                contact: j,
+                span,
+                w_nn: block[(0, 0)],
+                w_local,
+                w_inverse,
+                isotropic: coulomb_cone::decoupled_and_isotropic(&w_local),
+                terms: Vector3::new(
+                    problem.normal_terms[j],
+                    term(0),
+                    if planar { 0.0 } else { term(1) },
+                ),
+                r,
+                mu,
+            });
+        }
+    };
+    add_cones(&mut joined, cones, arena);
+    // The warm start's own velocity already closes most of the contacts
+    // that will join ([`WARM_GROWTH_ROUNDS`]).
+    for _ in 0..WARM_GROWTH_ROUNDS {
+        part.grow(v, &mut joined, pair);
+        if joined.is_empty() {
+            break;
+        }
+        add_cones(&mut joined, cones, arena);
+    }
+    halves.split(cones, contacts, problem.dof, block);
+
+    let mut status = LcpStatus::SweepLimit;
+    let mut residual = f64::INFINITY;
+    let mut sweeps = 0;
+    let memory = limits.acceleration;
+    if anderson.memory() != memory {
+        *anderson = Anderson::new(memory);
+    }
+    anderson.reset(3 * cones.len());
+    while sweeps < limits.max_sweeps {
+        sweeps += 1;
+        // One fixed order, the problem's (the broad phase's), in the parts
+        // of [`Halves`]: symmetric Gauss–Seidel takes 16–29 % more sweeps
+        // on the granular scenes, the reversed order leaves deeper overlaps.
+        // Each part also writes its impulses before and after the sweep
+        // into x and G(x), the acceleration's iterate and image.
+        x.resize(3 * cones.len(), 0.0);
+        g.resize(3 * cones.len(), 0.0);
+        let two = sweeps % 2 == 0;
+        let clock = Instant::now();
+        // Each part's sweep is followed at once by the acceleration's first
+        // pass over its entries, on the same thread: those entries are final
+        // once the part is swept (the third part moves only its own), and
+        // the sums add up in the same order as in passes of their own.
+        let plan = anderson.plan();
+        let cuts = halves.ends.map(|e| 3 * e.min(cones.len()));
+        let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
+        let [a, b, c] = halves.parts(cones);
+        let work = !b.is_empty();
+        let probing = work && helper.is_some() && sweeps <= PROBE_SWEEPS;
+        let accelerated = memory > 0;
+        let swept = |cones: &mut [Cone], piece: &mut super::anderson::Piece<'_>| {
+            let (before, after) = piece.iterate();
+            // SAFETY: the two halves' bodies are disjoint ([`Halves`]), and
+            // the third part runs alone after them.
+            let (change, size) = unsafe { sweep(cones, before, after, arena, w, v) };
+            let sums = accelerated.then(|| piece.first_pass(&plan));
+            (change, size, sums)
+        };
+        let ((ca, sa, fa), (cb, sb, fb)) = both(
+            if probing {
+                helper.filter(|_| two)
+            } else {
+                pair
+            },
+            work,
+            || swept(a, &mut pa),
+            || swept(b, &mut pb),
+        );
+        // The third part, alone.
+        let (cc, sc, fc) = swept(c, &mut pc);
+        let sums = fa.zip(fb).zip(fc).map(|((fa, fb), fc)| fa + fb + fc);
+        if probing {
+            probe[usize::from(two)] += clock.elapsed();
+            if sweeps == PROBE_SWEEPS {
+                let pays = probe[1] < probe[0];
+                pair_thread::set_pays(pays);
+                pair = helper.filter(|_| pays);
+            }
+        }
+        let change = ca + cb + cc;
+        let size = sa + sb + sc;
+        let light = if size > 0.0 {
+            (change / size).sqrt()
+        } else {
+            change.sqrt()
+        };
+        if light <= limits.residual_tolerance
+            || sweeps % FULL_RESIDUAL_EVERY == 0
+            || sweeps == limits.max_sweeps
+            || !light.is_finite()
+        {
+            residual = cone_residual(cones, halves, pair, arena, v);
+            // Contacts join at every full check (and at the last), not only
+            // once the residual is met: a grain's load then travels through
+            // its new contacts in the same sweeps (the 1,000-grain silo: 240
+            // sweeps a step over its first 0.5 s instead of 601 in restarted
+            // rounds).
+            if sweeps % FULL_RESIDUAL_EVERY == 0 || residual <= limits.residual_tolerance {
+                part.grow(v, &mut joined, pair);
+            }
+            let grew = !joined.is_empty();
+            add_cones(&mut joined, cones, arena);
+            if grew {
+                // Joined contacts are swept in the problem's order (the
+                // broad phase's, neighbours near each other), not last.
+                halves.split(cones, contacts, problem.dof, block);
+            }
+            if residual <= limits.residual_tolerance && !grew {
+                status = LcpStatus::Solved;
+                break;
+            }
+            if !residual.is_finite() {
+                break;
+            }
+            if grew {
+                anderson.reset(3 * cones.len());
+                continue;
+            }
+        }
+        if let Some(sums) = sums {
+            // The combination runs in the sweep's parts too (the cuts and
+            // parts are the sweep's: a join restarts the loop above), each
+            // on the thread that swept it, and moves each part's cones and
+            // bodies there.
+            let step = anderson.decide(&plan, sums);
+            if step.mixes() {
+                let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
+                let [a, b, c] = halves.parts(cones);
+                // SAFETY: as the sweep's.
+                both(
+                    pair,
+                    work,
+                    || unsafe {
+                        pa.second_pass(&step);
+                        move_to(a, pa.next(), arena, w, v);
+                    },
+                    || unsafe {
+                        pb.second_pass(&step);
+                        move_to(b, pb.next(), arena, w, v);
+                    },
+                );
+                pc.second_pass(&step);
+                // SAFETY: alone.
+                unsafe { move_to(c, pc.next(), arena, w, v) };
+            }
+        }
+    }
+    if block > 0 {
+        unpad(padded, block, &mut velocity);
+    }
+    if !residual.is_finite() {
+        status = LcpStatus::NumericalFailure;
+    }
+
+    let mut cone_of = vec![usize::MAX; contacts.len()];
+    for (i, cone) in cones.iter().enumerate() {
+        cone_of[cone.contact] = i;
+    }
+    let mut z = DVector::zeros(layout.size());
+    let mut wv = DVector::zeros(layout.size());
+    for (j, c) in contacts.iter().enumerate() {
+        let jac = &c.jacobian;
+        let (r, terms, mu) = match cones.get(cone_of[j]) {
+            Some(cone) => (cone.r, cone.terms, cone.mu),
+            None => (Vector3::zeros(), Vector3::zeros(), problem.mu[j]),
+        };
+        // The normal and every direction's row in one pass (the same sums
+        // as a row at a time): n, t₁, t₂, −t₁, −t₂ (n, t, −t in the plane).
+        let rows = if planar {
+            let [n, t, back] = jac.dots::<3>(&velocity);
+            [n, t, back, 0.0, 0.0]
+        } else {
+            jac.dots::<5>(&velocity)
+        };
+        let u = Vector3::new(rows[0], rows[1], if planar { 0.0 } else { rows[2] }) + terms;
+        let slip = u.y.hypot(u.z);
+        let spatial = [r.y.max(0.0), r.z.max(0.0), (-r.y).max(0.0), (-r.z).max(0.0)];
+        let in_plane = [r.y.max(0.0), (-r.y).max(0.0)];
+        let beta: &[f64] = if planar { &in_plane } else { &spatial };
+        z[layout.normal(j)] = r.x;
+        wv[layout.normal(j)] = u.x;
+        for (i, b) in beta.iter().enumerate() {
+            z[starts[j] + i] = *b;
+            let term = problem
+                .friction_terms
+                .get(starts[j] + i)
+                .copied()
+                .unwrap_or(0.0);
+            wv[starts[j] + i] = rows[i + 1] + term + slip;
+        }
+        z[layout.lambda(j)] = slip;
+        wv[layout.lambda(j)] = mu * r.x - r.y.hypot(r.z);
+    }
+    NsgsSolution {
+        status,
+        residual,
+        sweeps,
+        z,
+        w: wv,
+        velocity_change: velocity - problem.free,
+        active: part.result(),
+    }
+}
+
+/// ε of the module documentation at the current impulses and velocity,
+/// over the contacts taking part.
+pub(super) fn cone_residual(
+    cones: &mut [Cone],
+    halves: &Halves,
+    pair: Option<&PairThread>,
+    arena: &[f64],
+    v: Velocity,
+) -> f64 {
+    let [a, b, c] = halves.parts(cones);
+    let work = !b.is_empty();
+    // SAFETY: the velocity is only read during the call.
+    let ((ea, sa), (eb, sb)) = both(
+        pair,
+        work,
+        || unsafe { residual_sums(a, arena, v) },
+        || unsafe { residual_sums(b, arena, v) },
+    );
+    // SAFETY: as above.
+    let (ec, sc) = unsafe { residual_sums(c, arena, v) };
+    let error = ea + eb + ec;
+    let size = sa + sb + sc;
+    let ratio = if size > 0.0 {
+        (error / size).sqrt()
+    } else {
+        error.sqrt()
+    };
+    if ratio.is_finite() {
+        ratio
+    } else {
+        f64::INFINITY
+    }
+}
