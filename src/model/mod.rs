@@ -80,7 +80,7 @@ impl ImpactCoefficients {
 /// M + h·`velocity` + h²·`position`, and k̂ (33) the force kept explicit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinearlyImplicit {
-    /// h-coefficient: K_c(q, vˡ) + Σ δ ∇ψ∇ψᵀ (−∇_v k).
+    /// h-coefficient: Σ δ ∇ψ∇ψᵀ (−∇_v k).
     pub velocity: DMatrix<f64>,
     /// h²-coefficient: Σ γ ∇φ∇φᵀ (−∇_q k).
     pub position: DMatrix<f64>,
@@ -179,6 +179,30 @@ impl Model {
         }
     }
 
+    /// The force a step of `h` from (q, v, t) applies, N or N·m: [`Self::forces`]
+    /// with the gyroscopic torque −ω × Iω replaced by its mean over the
+    /// step under the implicit midpoint rule,
+    /// [`RigidSystem::gyroscopic_impulse`]/h, which keeps a free body's
+    /// kinetic energy and angular momentum. The same as [`Self::forces`] for
+    /// linear systems, planar bodies and h = 0.
+    pub fn forces_over_step(
+        &self,
+        q: &DVector<f64>,
+        v: &DVector<f64>,
+        t: f64,
+        h: f64,
+        params: &Params,
+    ) -> DVector<f64> {
+        match self {
+            Self::Rigid(s) if s.dimension == Dimension::Spatial && h > 0.0 => {
+                self.nonstiff_forces(q, t)
+                    + element::element_forces(s, q, v, coefficients(params))
+                    + s.gyroscopic_impulse(v, h) / h
+            }
+            _ => self.forces(q, v, t, params),
+        }
+    }
+
     /// The non-stiff force k₁(t, q, v) of Anitescu–Potra (26): gravity and
     /// loads (rigid), f₀ + Σ a cos(ωt + φ) (linear), N. Excludes the
     /// gyroscopic term, the force elements and a linear system's K q + C v.
@@ -192,20 +216,28 @@ impl Model {
         }
     }
 
-    /// The terms of the linearly implicit step at (q, v, t): M̂ (32) =
-    /// M + h·`velocity` + h²·`position` and k̂ (33).
+    /// The terms of the linearly implicit step of `h` at (q, v, t): M̂ (32)
+    /// = M + h·`velocity` + h²·`position` and k̂ (33). The springs and
+    /// dampers are linearized as in (32)–(33); the gyroscopic torque is not
+    /// (its K_c would make the free body lose energy) but enters k̂ as its
+    /// mean over the step under the implicit midpoint rule
+    /// ([`Self::forces_over_step`]).
     pub fn linearly_implicit(
         &self,
         q: &DVector<f64>,
         v: &DVector<f64>,
         t: f64,
+        h: f64,
         params: &Params,
     ) -> LinearlyImplicit {
         match self {
             Self::Rigid(s) => {
-                let mut velocity = s.gyroscopic_matrix(v);
+                let mut velocity = DMatrix::zeros(s.dof(), s.dof());
                 let mut position = DMatrix::zeros(s.dof(), s.dof());
                 let mut k_hat = self.nonstiff_forces(q, t);
+                if h > 0.0 {
+                    k_hat += s.gyroscopic_impulse(v, h) / h;
+                }
                 for e in self.element_states(q, params) {
                     let outer = &e.gradient * e.gradient.transpose();
                     velocity += &outer * e.damping;

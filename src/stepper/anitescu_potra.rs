@@ -5,9 +5,12 @@
 //! One step from (qˡ, vˡ):
 //! - the mixed LCP (12)–(16): M̂ vˡ⁺¹ − ν c_ν − Σ (n c_n + D β) = M vˡ + h k̂,
 //!   νᵀ vˡ⁺¹ = 0 for the joints (13), and for the active contacts nᵀ vˡ⁺¹ ≥ 0 ⊥
-//!   c_n ≥ 0 (14) with the friction rows (15)–(16). M̂ (32) holds M, h K_c (the
-//!   gyroscopic term, §2.3.5), h δ ∇ψ∇ψᵀ and h² γ ∇φ∇φᵀ; k̂ (33) the springs'
-//!   γ φ ∇φ and the non-stiff force k₁. The Euler LCP (7) has M̂ = M and k̂ = k.
+//!   c_n ≥ 0 (14) with the friction rows (15)–(16). M̂ (32) holds M,
+//!   h δ ∇ψ∇ψᵀ and h² γ ∇φ∇φᵀ; k̂ (33) the springs' γ φ ∇φ, the non-stiff
+//!   force k₁ and the gyroscopic term as its mean over the step under the
+//!   implicit midpoint rule (`Model::linearly_implicit`), which keeps a free
+//!   body's energy where the linearized K_c of §2.3.5 loses it. The Euler LCP
+//!   (7) has M̂ = M and k̂ = k over the step (`Model::forces_over_step`).
 //! - x = vˡ⁺¹ and y = c_ν are eliminated as in Theorem 2.1: with
 //!   W = M̂⁻¹ − M̂⁻¹ν (νᵀM̂⁻¹ν)⁻¹ νᵀM̂⁻¹ the velocity is vˡ⁺¹ = W(M vˡ + h k̂ + J z),
 //!   leaving the LCP (24) in z = (β̃, c̃_n, λ̃) with G = JᵀWJ — the layout of
@@ -318,13 +321,16 @@ fn pose(
     let (m_hat, k_hat) = if h == 0.0 {
         (mass.clone(), DVector::zeros(dof))
     } else if implicit {
-        let terms = model.linearly_implicit(q, v, state.t, params);
+        let terms = model.linearly_implicit(q, v, state.t, h, params);
         (
             mass + terms.velocity * h + terms.position * (h * h), // (32)
             terms.k_hat,                                          // (33)
         )
     } else {
-        (mass.clone(), model.forces(q, v, state.t, params)) // (7)
+        (
+            mass.clone(),
+            model.forces_over_step(q, v, state.t, h, params),
+        ) // (7)
     };
     let rhs = mass * v + k_hat * h; // right side of (12)
     let schur = block_inverse(&m_hat, &model.joint_rows(q).gradients);

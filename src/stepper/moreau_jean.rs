@@ -208,7 +208,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
     let u_start = &step.state.v;
     // u* = u^A + M⁻¹ h Δt, with h(q^M, u^A, t^M) (step 3a).
     let free = if h > 0.0 {
-        let force = model.forces(q_mid, u_start, t_mid, params);
+        let force = model.forces_over_step(q_mid, u_start, t_mid, h, params);
         u_start + model.apply_mass_inverse(&force) * h
     } else {
         u_start.clone()
@@ -511,7 +511,7 @@ mod tests {
             assert!(step.solver.solves() <= 1, "(33) solved by Lemke");
             let contacts = planar.contacts(step.scratch.get()).to_vec();
             if !contacts.is_empty() {
-                let force = model.forces(&q_mid, &state.v, t_mid, params);
+                let force = model.forces_over_step(&q_mid, &state.v, t_mid, h, params);
                 let free = &state.v + model.mass_inverse() * force * h;
                 let mut step = other.step(model, params, &state, &settings);
                 let mut terms = Terms {

@@ -113,7 +113,7 @@ impl Scheme for StewartTrinkle {
         let h = params.dt;
         // Force at the midpoint qˡ + h vˡ/2 (eq. (25)).
         let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
-        let force = model.forces(&q_mid, &state.v, state.t + 0.5 * h, params);
+        let force = model.forces_over_step(&q_mid, &state.v, state.t + 0.5 * h, h, params);
         let free = &state.v + model.apply_mass_inverse(&force) * h;
         let margin = settings.contact_reaches(model, &state.v, h, &mut sc.reaches);
         // The iterations below hold the islands whose gaps are met, so their
