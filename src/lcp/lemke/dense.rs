@@ -56,14 +56,25 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
     }
 
     fn apply(&mut self, _: &Columns<'_, M>, _: &[Var], a: &[f64], out: &mut [f64]) {
-        // out = B⁻¹ a = (B⁻¹ᵀ)ᵀ a, one contiguous column per entry.
-        for (o, row) in out.iter_mut().zip(self.binv_t.column_iter()) {
-            *o = row.iter().zip(a).map(|(x, y)| x * y).sum();
+        // out = B⁻¹ a = (B⁻¹ᵀ)ᵀ a, one contiguous column per entry, summed
+        // over a's nonzeros only (an entering wⱼ's column is a unit vector)
+        // in their order: the same sums as over every entry.
+        let nonzero: Vec<usize> = (0..a.len()).filter(|&k| a[k] != 0.0).collect();
+        let n = self.binv_t.nrows();
+        let data = self.binv_t.as_slice();
+        for (i, o) in out.iter_mut().enumerate() {
+            let row = &data[i * n..(i + 1) * n];
+            *o = nonzero.iter().map(|&k| row[k] * a[k]).sum();
         }
     }
 
     fn row(&self, _: &Columns<'_, M>, _: &[Var], r: usize) -> Vec<f64> {
         self.binv_t.column(r).iter().copied().collect()
+    }
+
+    fn row_ref(&self, r: usize) -> Option<&[f64]> {
+        let n = self.binv_t.nrows();
+        Some(&self.binv_t.as_slice()[r * n..(r + 1) * n])
     }
 
     fn pivot(&mut self, _: &Columns<'_, M>, _: &[Var], r: usize, _: Var, abar: &[f64]) {

@@ -86,6 +86,12 @@ pub(super) trait Factor<M: LcpMatrix + ?Sized>: Sized {
     fn rows(&self, columns: &Columns<'_, M>, basis: &[Var], rs: &[usize]) -> Vec<Vec<f64>> {
         rs.iter().map(|&r| self.row(columns, basis, r)).collect()
     }
+    /// Row r of B⁻¹ where the factor keeps it whole, without a copy; `None`
+    /// where it must be computed ([`Factor::row`]).
+    fn row_ref(&self, r: usize) -> Option<&[f64]> {
+        let _ = r;
+        None
+    }
     /// Brings `column`, column j of B⁻¹ after the first `applied` pivots
     /// since the factorization (`None`: not computed), up to the current
     /// basis, where the factor keeps the pivots as a product form that
@@ -377,6 +383,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         // every test until the next factorization, brought up to date by
         // the pivots since.
         let mut column = 0;
+        let (mut ratios, mut next) = (Vec::new(), Vec::new());
         while ties.len() > 1 && column < self.n && column < LEX_COLUMNS {
             if self.lex_columns.len() <= column {
                 self.lex_columns.push((Vec::new(), None));
@@ -386,27 +393,55 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
                 break;
             }
             let y = &self.lex_columns[column].0;
-            ties = min_ties(self.pivot_tolerance, &ties, |i| y[i], a);
+            min_ties_into(self.pivot_tolerance, &ties, |i| y[i], a, &mut ratios, &mut next);
+            std::mem::swap(&mut ties, &mut next);
             column += 1;
         }
         if ties.len() == 1 {
             return ties.first().copied();
         }
-        // Rows of B⁻¹ only for the tied rows.
-        let rows: Vec<(usize, Vec<f64>)> = ties
-            .iter()
-            .copied()
-            .zip(self.factor.rows(&self.columns, &self.basis, &ties))
-            .collect();
-        let row_of = |i: usize| {
-            &rows
-                .iter()
-                .find(|(r, _)| *r == i)
-                .unwrap_or_else(|| unreachable!("ties are a subset of the rows computed"))
-                .1
+        // Rows of B⁻¹ only for the tied rows, found by their row index in
+        // O(1): a test can run through all n columns with n rows tied
+        // (Murty's problem), and a search among the rows made it O(n³).
+        let kept: Vec<&[f64]> = ties.iter().filter_map(|&i| self.factor.row_ref(i)).collect();
+        let computed = if kept.len() == ties.len() {
+            Vec::new()
+        } else {
+            self.factor.rows(&self.columns, &self.basis, &ties)
         };
+        let rows: Vec<&[f64]> = if kept.len() == ties.len() {
+            kept
+        } else {
+            computed.iter().map(Vec::as_slice).collect()
+        };
+        let mut slot = vec![usize::MAX; self.n];
+        for (k, &i) in ties.iter().enumerate() {
+            slot[i] = k;
+        }
+        let row_of = |i: usize| rows[slot[i]];
+        // A column where every tied row is exactly zero leaves the ties as
+        // they are (all ratios 0, a tolerance of 0): the test goes straight
+        // to the next column where some tied row is not, each row's next
+        // nonzero kept as it goes (B⁻¹ is sparse on degenerate bases, and
+        // its rows may tie for most of their length).
+        let mut nonzero: Vec<usize> = vec![column; rows.len()];
         while ties.len() > 1 && column < self.n {
-            ties = min_ties(self.pivot_tolerance, &ties, |i| row_of(i)[column], a);
+            let mut next_column = self.n;
+            for &i in &ties {
+                let (row, at) = (row_of(i), &mut nonzero[slot[i]]);
+                *at = (*at).max(column);
+                while *at < self.n && row[*at] == 0.0 {
+                    *at += 1;
+                }
+                next_column = next_column.min(*at);
+            }
+            if next_column == self.n {
+                break;
+            }
+            column = next_column;
+            let numerator = |i: usize| row_of(i)[column];
+            min_ties_into(self.pivot_tolerance, &ties, numerator, a, &mut ratios, &mut next);
+            std::mem::swap(&mut ties, &mut next);
             column += 1;
         }
         ties.first().copied()
@@ -620,22 +655,41 @@ pub(super) fn min_ties(
     numerator: impl Fn(usize) -> f64,
     a: &[f64],
 ) -> Vec<usize> {
-    let ratios: Vec<(usize, f64)> = candidates
-        .iter()
-        .map(|&i| (i, numerator(i) / a[i]))
-        .collect();
-    if ratios.iter().any(|(_, r)| !r.is_finite()) {
-        return Vec::new();
+    let mut out = Vec::new();
+    min_ties_into(tolerance, candidates, numerator, a, &mut Vec::new(), &mut out);
+    out
+}
+
+/// [`min_ties`] into `out` (replaced), with `ratios` as work space: one pass
+/// over the candidates for the ratios and the scales, one for the filter.
+pub(super) fn min_ties_into(
+    tolerance: f64,
+    candidates: &[usize],
+    numerator: impl Fn(usize) -> f64,
+    a: &[f64],
+    ratios: &mut Vec<f64>,
+    out: &mut Vec<usize>,
+) {
+    out.clear();
+    ratios.clear();
+    let (mut min, mut num_max, mut a_max) = (f64::INFINITY, 0.0_f64, 0.0_f64);
+    for &i in candidates {
+        let x = numerator(i);
+        let r = x / a[i];
+        if !r.is_finite() {
+            return;
+        }
+        ratios.push(r);
+        min = min.min(r);
+        num_max = num_max.max(x.abs());
+        a_max = a_max.max(a[i]);
     }
-    let min = ratios.iter().fold(f64::INFINITY, |m, &(_, r)| m.min(r));
-    let num_max = candidates
-        .iter()
-        .fold(0.0_f64, |m, &i| m.max(numerator(i).abs()));
-    let a_max = candidates.iter().fold(0.0_f64, |m, &i| m.max(a[i]));
     let tol = tolerance * min.abs().max(num_max / a_max);
-    ratios
-        .into_iter()
-        .filter(|&(_, r)| r - min <= tol)
-        .map(|(i, _)| i)
-        .collect()
+    out.extend(
+        candidates
+            .iter()
+            .zip(ratios.iter())
+            .filter(|&(_, &r)| r - min <= tol)
+            .map(|(&i, _)| i),
+    );
 }
