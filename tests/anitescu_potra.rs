@@ -2,6 +2,8 @@
 //! examples, Theorem 2.2 (every LCP solvable), Theorem 2.4 / Corollary 2.5
 //! (the energy bound) and the projection of §2.3.4.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::model::{Model, RigidSystem, State};
 use contactlab::params::StepperKind;
@@ -11,34 +13,12 @@ use contactlab::stepper::StepTimings;
 use contactlab::stepper::anitescu_potra::solve_velocity;
 use std::path::Path;
 
-fn load(name: &str) -> Scene {
-    scene::load(&Path::new("scenes").join(name)).unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// A simulation of `name` with the given stepper and damping.
 fn sim(name: &str, stepper: StepperKind, damping: f64) -> Simulation {
-    let mut s = Simulation::new(load(name));
+    let mut s = common::load_simulation(name);
     s.params.stepper = stepper;
     s.params.damping = damping;
     s
-}
-
-/// Steps for `duration`, asserting every LCP is solved, handing each state on.
-fn run(sim: &mut Simulation, duration: f64, mut visit: impl FnMut(&Simulation)) {
-    let steps = (duration / sim.params.dt - 1e-9).ceil() as usize;
-    for _ in 0..steps {
-        let (status, t) = {
-            let report = sim.step().expect("valid parameters");
-            (report.status, report.t)
-        };
-        assert_eq!(
-            status,
-            LcpStatus::Solved,
-            "{} at t = {t}",
-            sim.params.stepper
-        );
-        visit(sim);
-    }
 }
 
 fn rigid(sim: &Simulation) -> &RigidSystem {
@@ -58,7 +38,7 @@ fn block_track(stepper: StepperKind, damping: f64, h: f64) -> Vec<(f64, f64)> {
     let mut s = sim("two_blocks_damper.ron", stepper, damping);
     s.params.dt = h;
     let mut out = Vec::new();
-    run(&mut s, 10.0, |s| out.push(xs(s)));
+    common::run(&mut s, 10.0, |s, _| out.push(xs(s)));
     out
 }
 
@@ -128,7 +108,7 @@ fn damping_100_explicit_drifts_and_linearly_implicit_holds() {
 fn damping_1e6_is_a_rigid_link_with_static_friction() {
     let mut s = sim("two_blocks_damper.ron", StepperKind::AnitescuPotra, 1e6);
     let mut worst: f64 = 0.0;
-    run(&mut s, 10.0, |s| {
+    common::run(&mut s, 10.0, |s, _| {
         let (l, r) = xs(s);
         worst = worst.max((r - l - 3.0).abs());
     });
@@ -143,7 +123,7 @@ fn damping_1e6_is_a_rigid_link_with_static_friction() {
     s.params.mu = 0.8;
     let capacity = 0.8 * 2.0 * 9.81;
     let (mut start, mut longest) = (None::<f64>, 0.0_f64);
-    run(&mut s, 10.0, |s| {
+    common::run(&mut s, 10.0, |s, _| {
         let at_rest = s.state.v.amax() < 1e-6;
         let t = s.state.t;
         if at_rest {
@@ -171,7 +151,7 @@ fn heavy_right_block_barely_moves() {
         );
         let (l0, r0) = xs(&s);
         let (mut light, mut heavy) = (0.0_f64, 0.0_f64);
-        run(&mut s, 10.0, |s| {
+        common::run(&mut s, 10.0, |s, _| {
             let (l, r) = xs(s);
             light = light.max((l - l0).abs());
             heavy = heavy.max((r - r0).abs());
@@ -202,7 +182,7 @@ fn rest_time(mu: f64, damping: f64) -> f64 {
     let mut s = sim("two_bar_linkage.ron", StepperKind::AnitescuPotra, damping);
     s.params.mu = mu;
     let mut rest = 0.0;
-    run(&mut s, 10.0, |s| {
+    common::run(&mut s, 10.0, |s, _| {
         if s.state.v.amax() >= 1e-3 {
             rest = s.state.t;
         }
@@ -214,7 +194,7 @@ fn rest_time(mu: f64, damping: f64) -> f64 {
 fn linkage_with_rigid_damper_keeps_its_shape_and_stops_sooner_with_more_friction() {
     let mut s = sim("two_bar_linkage.ron", StepperKind::AnitescuPotra, 1e8);
     let (mut worst, mut drift) = (0.0_f64, 0.0_f64);
-    run(&mut s, 10.0, |s| {
+    common::run(&mut s, 10.0, |s, _| {
         worst = worst.max((centre_distance(s) - 1.0).abs());
         drift = drift.max(s.model().joint_rows(&s.state.q).values.amax());
     });
@@ -241,7 +221,7 @@ fn linkage_joint_drift_after_ten_seconds_is_below_1e8() {
     for damping in [10.0, 20.0, 1000.0] {
         let mut s = sim("two_bar_linkage.ron", StepperKind::AnitescuPotra, damping);
         let mut drift: f64 = 0.0;
-        run(&mut s, 10.0, |s| {
+        common::run(&mut s, 10.0, |s, _| {
             drift = drift.max(s.model().joint_rows(&s.state.q).values.amax());
         });
         println!("linkage, damping {damping}: joint drift {drift}");
@@ -305,7 +285,7 @@ fn energy_bound_of_theorem_2_4_holds_up_to_stiffness_1e9() {
                     "{name} γ = {stiffness} δ = {damping}: first step {lhs} > {rhs}"
                 );
                 let mut worst: f64 = f64::NEG_INFINITY;
-                run(&mut s, 1.0, |s| {
+                common::run(&mut s, 1.0, |s, _| {
                     let (lhs, rhs) = theorem_2_4(s, &s.state);
                     worst = worst.max((lhs - rhs) / rhs.max(1e-12));
                 });
@@ -336,7 +316,7 @@ fn every_lcp_is_solved_for_any_step_and_stiffness() {
                         s.params.stiffness = stiffness;
                     }
                     // 40 steps, and at least through the landing.
-                    run(&mut s, (40.0 * h).max(landed), |_| {});
+                    common::run(&mut s, (40.0 * h).max(landed), |_, _| {});
                     assert!(s.state.q.iter().all(|x| x.is_finite()), "{name} h = {h}");
                 }
             }
@@ -403,7 +383,7 @@ fn new_scenes_run_headless_with_overrides() {
 
 #[test]
 fn spatial_chain_lands_on_the_table_with_joints_and_springs_held() {
-    let mut s = Simulation::new(load("chain.ron"));
+    let mut s = common::load_simulation("chain.ron");
     assert_eq!(s.params.stepper, StepperKind::AnitescuPotra);
     let (mut drift, mut deepest, mut stretch) = (0.0_f64, 0.0_f64, 0.0_f64);
     let mut touched = None;
@@ -412,7 +392,7 @@ fn spatial_chain_lands_on_the_table_with_joints_and_springs_held() {
         k + p
     };
     let mut rise: f64 = 0.0;
-    run(&mut s, 3.0, |s| {
+    common::run(&mut s, 3.0, |s, _| {
         let q = &s.state.q;
         drift = drift.max(s.model().joint_rows(q).values.amax());
         if let Some(report) = &s.last {
@@ -452,7 +432,7 @@ fn spatial_chain_lands_on_the_table_with_joints_and_springs_held() {
 
     // The same step with every force explicit cannot hold these springs
     // (ω h ≈ 4 > 2): the Euler LCP blows up within a tenth of a second.
-    let mut s = Simulation::new(load("chain.ron"));
+    let mut s = common::load_simulation("chain.ron");
     s.params.stepper = StepperKind::EulerLcp;
     let mut blew_up = None;
     for _ in 0..20 {
@@ -478,7 +458,7 @@ fn half_period(scene: Scene, i: usize, h: f64) -> f64 {
     s.params.dt = h;
     let mut previous = 0.0;
     let mut reversal = None;
-    run(&mut s, 2.0, |s| {
+    common::run(&mut s, 2.0, |s, _| {
         let v = s.state.v[i];
         if reversal.is_none() && previous != 0.0 && v * previous < 0.0 {
             reversal = Some(s.state.t);
@@ -544,7 +524,7 @@ fn hinge_keeps_a_spatial_pendulum_on_its_axis_and_fixed_joint_holds() {
     let mut s = Simulation::new(scene);
     let start = s.state.q.clone();
     let (mut drift, mut off_axis, mut lowest) = (0.0_f64, 0.0_f64, f64::INFINITY);
-    run(&mut s, 1.0, |s| {
+    common::run(&mut s, 1.0, |s, _| {
         drift = drift.max(s.model().joint_rows(&s.state.q).values.amax());
         let r = rigid(s);
         let w = r.angular_velocity(&s.state.q, &s.state.v, 0);
@@ -586,7 +566,7 @@ fn mechanism_errors_name_the_field() {
 
 #[test]
 fn viewer_queries_report_elements_joints_and_slider_use() {
-    let blocks = load("two_blocks_damper.ron");
+    let blocks = common::load_scene("two_blocks_damper.ron");
     assert!(blocks.model.uses_damping() && !blocks.model.uses_stiffness());
     assert!(!blocks.model.has_joints());
     let segments = blocks.model.force_element_segments(&blocks.initial.q);
@@ -602,7 +582,7 @@ fn viewer_queries_report_elements_joints_and_slider_use() {
         "{b}"
     );
 
-    let linkage = load("two_bar_linkage.ron");
+    let linkage = common::load_scene("two_bar_linkage.ron");
     assert!(linkage.model.uses_damping() && linkage.model.uses_stiffness());
     let joints = linkage.model.joint_anchors(&linkage.initial.q);
     assert_eq!(joints.len(), 1);
@@ -614,7 +594,7 @@ fn viewer_queries_report_elements_joints_and_slider_use() {
     );
     assert!((a - b).norm() < 1e-12);
     // Scenes without elements leave both sliders unused.
-    let rod = load("rod.ron");
+    let rod = common::load_scene("rod.ron");
     assert!(!rod.model.uses_damping() && !rod.model.uses_stiffness());
     assert!(rod.model.force_element_segments(&rod.initial.q).is_empty());
 }
@@ -660,7 +640,7 @@ fn semi_implicit_gyroscopic_term_never_adds_energy() {
         let mut s = Simulation::new(parse(text));
         s.params.stepper = stepper;
         let mut energies = vec![s.energy().0];
-        run(&mut s, 2.0, |s| energies.push(s.energy().0));
+        common::run(&mut s, 2.0, |s, _| energies.push(s.energy().0));
         energies
     };
     let implicit = energy_track(StepperKind::AnitescuPotra);
@@ -694,7 +674,7 @@ fn planar_fixed_joint_holds_a_body_against_gravity_and_a_load() {
     );
     let mut s = Simulation::new(scene);
     let start = s.state.q.clone();
-    run(&mut s, 1.0, |_| {});
+    common::run(&mut s, 1.0, |_, _| {});
     let moved = (&s.state.q - &start).amax();
     assert!(moved < 1e-12, "the welded bar moved {moved}");
 }
@@ -712,7 +692,7 @@ fn falling_ball_lands_inelastically_at_the_collision_time() {
     let mut s = Simulation::new(scene);
     let mut landed = None;
     let mut lowest = f64::INFINITY;
-    run(&mut s, 1.0, |s| {
+    common::run(&mut s, 1.0, |s, _| {
         lowest = lowest.min(s.state.q[1]);
         if landed.is_none() && s.state.v[1] == 0.0 {
             landed = Some((s.state.t, s.last.as_ref().map_or(0, |r| r.solves)));

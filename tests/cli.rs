@@ -428,9 +428,9 @@ fn guard_rails_refuse_in_one_line_before_writing() {
     assert!(err.contains("unexpected end of file"), "{err}");
 }
 
-/// `lcp` exits 0 only when every file was read and solved. Found by the fuzz
-/// harness: data at f64's limit (1.8e308) overflow while pivoting, and the
-/// unsolved problem's residual is infinite; that used to exit 0.
+/// `lcp` exits 0 only when every file was read and solved: data at f64's
+/// limit (1.8e308) overflow while pivoting, and the unsolved problem's
+/// residual is infinite, which must not pass for solved.
 #[test]
 fn lcp_fails_when_a_problem_is_not_solved() {
     let dir = temp_dir("unsolved");
@@ -470,7 +470,7 @@ const OVERFLOWING_DAT: &str = "\
 -0.9068655280075433 1.5041372051783632 8.52287094712161 9.422369868139132 9.162091855602554 -1e300 9.016146926859555 -1.441263084859198 -6.876231496020129 -1.655719104933695
 ";
 
-/// A negative number after a flag is that flag's value (issue 15, item 8):
+/// A negative number after a flag is that flag's value:
 /// the parameter's own range check answers, in one line naming the flag,
 /// instead of clap's hint to write `-- -1`.
 #[test]

@@ -4,6 +4,8 @@
 //! assembly equals the dense product JᵀM⁻¹J, and warm starts by contact
 //! identity keep the pivots of a resting pile small.
 
+mod common;
+
 use contactlab::geometry::Shape;
 use contactlab::model::rigid::{
     PARALLEL_BODIES, SweepSpace, candidate_pairs, candidate_pairs_into, world_box,
@@ -354,12 +356,7 @@ fn the_sparse_delassus_matrix_equals_the_dense_product() {
 /// about one pivot per basic unknown (over a hundred).
 #[test]
 fn warm_starts_keep_the_pivots_of_a_resting_pile_small() {
-    let scene = scene::load(Path::new(&format!(
-        "{}/scenes/pile.ron",
-        env!("CARGO_MANIFEST_DIR")
-    )))
-    .expect("pile");
-    let mut sim = Simulation::new(scene);
+    let mut sim = common::load_simulation("pile.ron");
     let steps = (1.0 / sim.params.dt) as usize;
     for _ in 0..steps {
         let r = sim.step().expect("params");

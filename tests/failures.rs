@@ -1,6 +1,8 @@
 //! What a failed step says: which step (index and t), which stepper, and the
 //! likely cause as far as the code knows it.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::scene;
 use contactlab::sim::{Simulation, StepFailure};
@@ -72,8 +74,7 @@ fn the_lcp_reasons_say_only_what_the_solver_knows() {
 /// solver's status, pivots and size.
 #[test]
 fn a_failed_solve_names_its_step_stepper_and_cause() {
-    let scene = scene::load(Path::new("scenes/chain.ron")).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(scene);
+    let mut sim = common::load_simulation("chain.ron");
     sim.params.stepper = contactlab::params::StepperKind::EulerLcp;
     for _ in 0..100 {
         if sim.step().expect("valid").status == LcpStatus::Solved {
@@ -103,8 +104,7 @@ fn a_failed_solve_names_its_step_stepper_and_cause() {
 /// step taken before ended within the bound.
 #[test]
 fn a_step_past_stewart_trinkles_gap_bound_is_reported_not_taken() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile.ron");
-    let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    let mut sim = common::load_simulation("pile.ron");
     sim.params.dt = 0.03;
     sim.step_settings_mut().split_depth = 0;
     for _ in 0..100 {
@@ -138,8 +138,7 @@ fn a_step_past_stewart_trinkles_gap_bound_is_reported_not_taken() {
 /// the steps that were split say so.
 #[test]
 fn a_step_past_the_gap_bound_is_taken_again_in_halves() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pile.ron");
-    let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    let mut sim = common::load_simulation("pile.ron");
     sim.params.dt = 0.03;
     let mut energy = sim.energy().0 + sim.energy().1;
     let mut split = 0;
@@ -186,8 +185,7 @@ fn a_step_past_the_gap_bound_is_taken_again_in_halves() {
 #[test]
 fn only_stewart_trinkle_with_lemke_states_a_gap_bound() {
     use contactlab::params::{SolverKind, StepperKind};
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/four_balls.ron");
-    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let scene = common::load_scene("four_balls.ron");
     for stepper in StepperKind::ALL {
         for solver in SolverKind::ALL {
             if solver == SolverKind::Nsgs && !stepper.supports_nsgs() {

@@ -6,12 +6,11 @@
 
 mod common;
 
-use contactlab::lcp::LcpStatus;
 use contactlab::model::{Model, Other};
 use contactlab::params::{FrictionCone, SolverKind, StepperKind};
 use contactlab::scene::{self, Scene, granular};
 use contactlab::sim::Simulation;
-use contactlab::stepper::{ContactState, StepReport};
+use contactlab::stepper::ContactState;
 use std::path::Path;
 
 fn parse(text: &str) -> Scene {
@@ -22,23 +21,6 @@ fn error_of(text: &str) -> String {
     match scene::parse(text, Path::new("bad.ron")) {
         Ok(_) => panic!("expected an error for:\n{text}"),
         Err(e) => e.to_string(),
-    }
-}
-
-/// Steps `sim` for `seconds`, asserting every step solved.
-fn run(sim: &mut Simulation, seconds: f64, mut visit: impl FnMut(&Simulation, &StepReport)) {
-    let steps = (seconds / sim.params.dt).round() as usize;
-    for _ in 0..steps {
-        let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
-        assert_eq!(
-            report.status,
-            LcpStatus::Solved,
-            "t = {}: residual {} after {} sweeps",
-            report.t,
-            report.residual,
-            report.sweeps
-        );
-        visit(sim, &report);
     }
 }
 
@@ -68,7 +50,7 @@ fn every_contact_of_a_pouring_silo_keeps_coulombs_law() {
     assert_eq!(sim.params.cone(), FrictionCone::Circular);
     let mu = sim.params.mu;
     let (mut slipping, mut pressed, mut checked) = (0, 0, 0);
-    run(&mut sim, 0.4, |sim, r| {
+    common::run(&mut sim, 0.4, |sim, r| {
         let Model::Rigid(system) = sim.model() else {
             panic!("rigid")
         };
@@ -154,7 +136,7 @@ fn with_inelastic_impacts_the_energy_never_rises() {
     let mut sim = small_silo(1e-8);
     assert_eq!(sim.params.restitution, 0.0);
     let mut energy = common::EnergyWatch::new(&sim);
-    run(&mut sim, 0.5, |_, r| {
+    common::run(&mut sim, 0.5, |_, r| {
         energy.check(r, 1e-9, "the small silo")
     });
     let (k, p) = sim.energy();
@@ -165,8 +147,8 @@ fn with_inelastic_impacts_the_energy_never_rises() {
 fn granular_reruns_are_identical_bit_for_bit() {
     let mut a = small_silo(1e-4);
     let mut b = small_silo(1e-4);
-    run(&mut a, 0.3, |_, _| {});
-    run(&mut b, 0.3, |_, _| {});
+    common::run(&mut a, 0.3, |_, _| {});
+    common::run(&mut b, 0.3, |_, _| {});
     assert_eq!(bits(&a), bits(&b));
 }
 
@@ -177,17 +159,15 @@ fn granular_reruns_are_identical_bit_for_bit() {
 /// impulse (asserted, so that the split sweeps are the ones compared).
 #[test]
 fn two_threads_and_one_give_the_same_bits() {
-    let scene = scene::load(&common::project_dir().join("scenes/silo.ron"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut poured = Simulation::new(scene);
+    let mut poured = common::load_simulation("silo.ron");
     poured.step_settings_mut().threads = 1;
-    run(&mut poured, 0.225, |_, _| {});
+    common::run(&mut poured, 0.225, |_, _| {});
     let mut runs = Vec::new();
     for threads in [1, 2] {
         let mut sim = poured.clone();
         sim.step_settings_mut().threads = threads;
         let mut loaded = usize::MAX;
-        run(&mut sim, 0.03, |_, report| {
+        common::run(&mut sim, 0.03, |_, report| {
             let carrying = report
                 .contacts
                 .iter()
@@ -230,7 +210,7 @@ fn a_ball_on_an_incline_rolls_or_slides_as_the_closed_form_says() {
                 let alpha = alpha_deg.to_radians();
                 let mut sim = Simulation::new(ball_on_incline(alpha, mu, cone, stepper));
                 let x0 = sim.state.q.clone();
-                run(&mut sim, 0.5, |_, _| {});
+                common::run(&mut sim, 0.5, |_, _| {});
                 let moved = &sim.state.q - &x0;
                 // Down the slope: (cos α, 0, −sin α).
                 let down = moved[0] * alpha.cos() - moved[2] * alpha.sin();
@@ -280,7 +260,7 @@ fn a_ball_resting_on_a_fixed_shelf_stays_and_the_shelf_never_moves() {
         let mut sim = Simulation::new(shelf(stepper, solver));
         let start = sim.state.clone();
         let mut carried = false;
-        run(&mut sim, 1.0, |_, r| {
+        common::run(&mut sim, 1.0, |_, r| {
             carried = r
                 .contacts
                 .iter()
@@ -326,7 +306,7 @@ fn a_ball_on_a_level_fixed_box_stays_put() {
         );
         let mut sim = Simulation::new(parse(&text));
         let start = sim.state.q.clone();
-        run(&mut sim, 1.0, |_, _| {});
+        common::run(&mut sim, 1.0, |_, _| {});
         let moved = (&sim.state.q - &start).amax();
         assert!(moved < 1e-9, "{solver}: the ball moved by {moved}");
         assert!(sim.state.v.amax() < 1e-9, "{solver}");

@@ -15,11 +15,6 @@ use contactlab::sim::{Simulation, inspect};
 use nalgebra::{DVector, Vector3};
 use std::path::{Path, PathBuf};
 
-fn load(name: &str) -> Simulation {
-    let path = common::project_dir().join("scenes").join(name);
-    Simulation::new(scene::load(&path).expect("scene loads"))
-}
-
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("contactlab-hands-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -161,7 +156,7 @@ fn the_perturbation_turns_a_free_body_by_r_cross_f() {
         "α = {alpha}, (r × F)/J = {expected}"
     );
     // A linear system refuses it.
-    let mut linear = load("spring_block.ron");
+    let mut linear = common::load_simulation("spring_block.ron");
     assert!(
         linear
             .set_perturbation(Some(Perturbation::with_rate(0, 1.0, grab, grab, 1.0)))
@@ -183,7 +178,7 @@ const REPLAYS: [(&str, Option<StepperKind>); 6] = [
 #[test]
 fn scrubbing_back_and_resuming_reproduces_the_stored_states_bit_for_bit() {
     for (scene, stepper) in REPLAYS {
-        let mut sim = load(scene);
+        let mut sim = common::load_simulation(scene);
         if let Some(kind) = stepper {
             sim.params.stepper = kind;
         }
@@ -221,7 +216,7 @@ fn scrubbing_back_and_resuming_reproduces_the_stored_states_bit_for_bit() {
 
 #[test]
 fn a_fork_with_another_mu_diverges() {
-    let mut sim = load("four_balls.ron");
+    let mut sim = common::load_simulation("four_balls.ron");
     let mut timeline = Timeline::default();
     timeline.restart(&sim);
     for _ in 0..300 {
@@ -248,7 +243,7 @@ fn a_fork_with_another_mu_diverges() {
 
 #[test]
 fn the_timeline_keeps_its_span_and_its_memory_cap() {
-    let mut sim = load("pile.ron");
+    let mut sim = common::load_simulation("pile.ron");
     let mut timeline = Timeline::new(0.25, usize::MAX);
     timeline.restart(&sim);
     for _ in 0..100 {
@@ -282,7 +277,7 @@ fn the_timeline_keeps_its_span_and_its_memory_cap() {
 fn a_snapshot_continues_bit_identically() {
     let dir = temp_dir("snapshot");
     for (scene, stepper) in REPLAYS {
-        let mut original = load(scene);
+        let mut original = common::load_simulation(scene);
         if let Some(kind) = stepper {
             original.params.stepper = kind;
         }
@@ -292,7 +287,7 @@ fn a_snapshot_continues_bit_identically() {
         original.save_snapshot(&path).expect("snapshot written");
         let expected = common::csv_rows(&mut original, 60);
 
-        let mut restarted = load(scene);
+        let mut restarted = common::load_simulation(scene);
         restarted.params = original.params.clone();
         snapshot::load_into(&mut restarted, &path).expect("snapshot loads");
         assert_eq!(restarted.steps, 90);
@@ -302,7 +297,7 @@ fn a_snapshot_continues_bit_identically() {
         // not necessarily the same bits.
         let (mut cold, source) = Snapshot::load(&path).expect("reads");
         cold.steppers = None;
-        let mut restarted = load(scene);
+        let mut restarted = common::load_simulation(scene);
         restarted.params = original.params.clone();
         cold.apply(&mut restarted, &source, &path).expect("applies");
         assert_eq!(restarted.state.t, t_saved);
@@ -314,14 +309,14 @@ fn a_snapshot_continues_bit_identically() {
 #[test]
 fn snapshot_errors_name_the_file_line_and_field() {
     let dir = temp_dir("snapshot-errors");
-    let mut pile = load("pile.ron");
+    let mut pile = common::load_simulation("pile.ron");
     common::csv_rows(&mut pile, 3);
     let path = dir.join("pile.state.ron");
     pile.save_snapshot(&path).expect("written");
     let text = std::fs::read_to_string(&path).expect("read");
 
     // Another scene.
-    let err = snapshot::load_into(&mut load("four_balls.ron"), &path)
+    let err = snapshot::load_into(&mut common::load_simulation("four_balls.ron"), &path)
         .expect_err("wrong scene")
         .to_string();
     let line = 1 + text
@@ -338,7 +333,7 @@ fn snapshot_errors_name_the_file_line_and_field() {
     let start = text.find("q: [").expect("q") + 4;
     let comma = start + text[start..].find(',').expect("entries");
     std::fs::write(&broken, format!("{}{}", &text[..start], &text[comma + 1..])).expect("write");
-    let err = snapshot::load_into(&mut load("pile.ron"), &broken)
+    let err = snapshot::load_into(&mut common::load_simulation("pile.ron"), &broken)
         .expect_err("short q")
         .to_string();
     assert!(
@@ -349,7 +344,7 @@ fn snapshot_errors_name_the_file_line_and_field() {
     // A typo in a field.
     let typo = dir.join("typo.ron");
     std::fs::write(&typo, text.replacen("steps:", "stepz:", 1)).expect("write");
-    let err = snapshot::load_into(&mut load("pile.ron"), &typo)
+    let err = snapshot::load_into(&mut common::load_simulation("pile.ron"), &typo)
         .expect_err("typo")
         .to_string();
     assert!(err.contains("typo.ron:") && err.contains("stepz"), "{err}");
@@ -358,7 +353,7 @@ fn snapshot_errors_name_the_file_line_and_field() {
 
 #[test]
 fn a_thrown_sphere_joins_the_model_the_contacts_and_a_saved_scene() {
-    let mut sim = load("box_stack.ron");
+    let mut sim = common::load_simulation("box_stack.ron");
     for _ in 0..10 {
         sim.step().expect("step");
     }
@@ -433,7 +428,7 @@ fn a_thrown_sphere_joins_the_model_the_contacts_and_a_saved_scene() {
 
 #[test]
 fn scrubbing_across_a_throw_removes_and_restores_the_body() {
-    let mut sim = load("pile.ron");
+    let mut sim = common::load_simulation("pile.ron");
     let mut timeline = Timeline::default();
     timeline.restart(&sim);
     for _ in 0..20 {
@@ -485,7 +480,7 @@ fn saved_scenes_continue_the_original_trajectory() {
         "rod.ron",
         "four_balls.ron",
     ] {
-        let mut sim = load(name);
+        let mut sim = common::load_simulation(name);
         for _ in 0..50 {
             sim.step().expect("step");
         }
@@ -536,7 +531,7 @@ fn run_from_a_snapshot_matches_the_uninterrupted_run_row_for_row() {
         std::fs::read_to_string(csv).expect("csv written")
     };
     let full = run(&["--duration", "0.6"], &dir.join("full.csv"));
-    let mut sim = load("pile.ron");
+    let mut sim = common::load_simulation("pile.ron");
     common::csv_rows(&mut sim, 60);
     let snapshot = dir.join("pile-60.ron");
     sim.save_snapshot(&snapshot).expect("snapshot");

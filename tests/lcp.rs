@@ -1,5 +1,5 @@
 //! The LCP solver against closed forms, brute-force enumeration and the
-//! invariants of complementarity (issue: Lemke with lexicographic resolution).
+//! invariants of complementarity.
 
 mod common;
 
@@ -385,7 +385,7 @@ fn invalid_input_is_an_error_not_a_panic() {
     assert_eq!(solve(&empty).status, LcpStatus::Solved);
 }
 
-/// When the warm start's basis is singular, the second warm start is tried
+/// When the warm start's basis is singular, the second warm start comes
 /// before the cold start: M = [[0, 1], [1, 2]], q = (−1, −3) has the solution
 /// z = (1, 1), w = 0, whose basis {z₁, z₂} solves it without a pivot; the basis
 /// {z₁} alone has the singular block M₁₁ = 0.
@@ -468,8 +468,8 @@ fn siconos_errors_name_file_line_column_and_field() {
             "-1\n",
             "bad.dat:1:1: n: expected a size (a non-negative integer), found `-1`",
         ),
-        // ../shared/repro/lcp_abort_n100000.dat: the header claims n = 100000
-        // and one entry follows; it used to allocate 80 GB and abort.
+        // The header claims n = 100000 and one entry follows: an error at
+        // the missing entry, not an 80 GB allocation and an abort.
         (
             "100000\n0\n100000\n100000\n100000 100000\n1\n",
             "bad.dat:6:1: M[2,1]: unexpected end of file",

@@ -1,4 +1,4 @@
-//! Mass ratios (issue 15): boxes from 1e-3 kg to 1e8 kg, side by side and
+//! Mass ratios: boxes from 1e-3 kg to 1e8 kg, side by side and
 //! stacked, under every stepper. The LCPs are equilibrated (diagonal scaling)
 //! so that Lemke's relative tolerances see a 1e8 kg body's rows next to a
 //! 1e-3 kg body's; then no step ends with a gap below −1e-6 m (Stewart–Trinkle
@@ -6,6 +6,8 @@
 //! start), and the total energy never rises in a step: resting boxes under
 //! gravity alone have no source of energy (Stewart–Trinkle §3.3; Anitescu–
 //! Potra Theorem 2.4; (17) of Glocker–Studer with ε = 0).
+
+mod common;
 
 use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use contactlab::params::StepperKind;
@@ -85,15 +87,9 @@ fn check_steppers(what: &str, scene: &scene::Scene, steppers: &[StepperKind]) {
             );
             // Moreau–Jean works on velocity level: resting contacts hold
             // u_N ≥ 0, and what sinks in a step whose active set is decided
-            // late stays; issue 15 gives it −1e-3 m. Measured: −4.9e-15 m
-            // in the spatial stacks since the velocity-space refinement
-            // (`ContactLcp::polish`), −1.8e-7 m with the compliance
-            // continuation alone (`StepSettings::compliance_continuation`);
-            // −2.2e-4 m before
-            // (two steps sink, then it holds) since
-            // Lemke's basis block A_KC is formed from the same products as
-            // its columns; it stayed within 1e-6 m with the entry-wise
-            // block, with which the tower crept and fell (tests/piles.rs).
+            // late stays, so its bound is −1e-3 m. Measured: −4.9e-15 m in
+            // the spatial stacks (the velocity-space refinement,
+            // `ContactLcp::polish`).
             let bound = if stepper == StepperKind::MoreauJean {
                 -1e-3
             } else {
@@ -145,57 +141,13 @@ fn boxes_from_a_gram_to_1e8_kg_stacked_rest() {
     check_stacks(&stacks);
 }
 
-/// A box 1e11 times heavier than the box it rests on (issue 15, item 2;
-/// ignored as open until the eleventh session, its history below). The
-/// light box's contacts have the Delassus block [[a, −a], [−a, a +
-/// 1/m_heavy]] (a = 1/m_light), whose condition number is
-/// the mass ratio; no diagonal scaling changes it (rows and columns stay
-/// nearly parallel whatever their scales). Lemke now solves the first LCPs
-/// of 1 kg under 1e6 kg where its own checks were the obstacle (the two
-/// tests above). Measured at h = 0.01 over 0.5 s, each stack on its own,
-/// rises relative to this scene's energy (3.9e8 J):
-/// - 1 kg under 1e6 kg now rests under every stepper and is in the test
-///   above. Alone (its energy the scale, 1.5e6 J): every step solved,
-///   deepest gap −2.4e-10 m, largest rises 1.7e-12 (Stewart–Trinkle, in
-///   space), 3.7e-12 (Moreau–Jean) and 2.0e-12 (Anitescu–Potra and the Euler
-///   LCP, in the plane), 1.2–2.6 times the resolution of f64 impulses below.
-/// - 1e-3 kg under 1e8 kg (ratio 1e11): impulses of 5e6 N·s through a 1 g
-///   box round its velocity to a·ulp(z) ≈ 1e-6 m/s, so it jitters by 1e-8 m
-///   a step and rocks the heavy box, each 1e-12 m of whose rise is 1e-12 of
-///   the energy: f64 impulses resolve the energy to ε(m_heavy g h)²/m_light
-///   ≈ 5e-8 of it, above this test's bound. Measured on the pair alone over
-///   0.5 s since the compliance's proximal iterations: in the plane
-///   Stewart–Trinkle −3.4e-8 m and rises of 4.2e-11 (it launched the light
-///   box before; `the_compliance_does_not_launch_a_gram_under_1e8_kg`),
-///   Moreau–Jean 5.3e-7, Anitescu–Potra and the Euler LCP 2.5e-7; in space
-///   Stewart–Trinkle leaves one step unsolved and sinks 0.49 mm (rise
-///   6.5e-3), Moreau–Jean sinks 14 mm, and Anitescu–Potra and the Euler LCP
-///   drop the heavy box through the light one at step 2 (rise 3.3e-3): in
-///   their equilibrated (24) the heavy box's weight reaches its contacts
-///   only through its coupling of relative size 1e-11, Lemke's
-///   unregularized attempt fails, and the ladder's compliance (≥ 1e-6)
-///   swamps that coupling, so the regularized solution carries 54 N·s in
-///   scaled units where 1.5e8 are needed; the proximal iterations shrink
-///   that by ε/(λ + ε) ≈ 1 a pass along it.
-///
-/// Tenth session, the pair alone (this scene, 50 steps): in the plane every
-/// stepper now holds it (Stewart–Trinkle −3.9e-8 m, Moreau–Jean −3.2e-7 m
-/// with rises of 5.3e-7, Anitescu–Potra and the Euler LCP −4.5e-14 m with
-/// rises of 2.8e-9: above this test's 1e-12, at f64's resolution of the
-/// energy); in space Stewart–Trinkle is reported at step 3, Moreau–Jean
-/// moves the heavy box ±0.4 mm a step through Lemke's backward-error
-/// acceptance (one step rises 3.1e-3), Anitescu–Potra ends 1.5e-6 m deep
-/// and the Euler LCP 2.3e-5 m. Holding it needs velocities solved in
-/// velocity space, not as sums of 10⁷ N·s impulses on 1 g (README, Mass
-/// ratios).
-///
-/// Eleventh session, with the velocity-space refinement (README, Mass
-/// ratios) and its basis repair measured in each row's own units: both
-/// stacks side by side hold under every stepper in both dimensions
-/// (deepest −2.4e-14 m, largest rise 1.2e-15 of the energy). They are
-/// chaotic in their rounding: started at heights rounded to 1e-9 m,
-/// Moreau–Jean, Anitescu–Potra and the Euler LCP each report one step
-/// failed in space, and the tests above check each stack alone.
+/// Boxes 1e11 times heavier than the box they rest on, two stacks side by
+/// side. The light box's contacts have the Delassus block [[a, −a], [−a,
+/// a + 1/m_heavy]] (a = 1/m_light), whose condition number is the mass
+/// ratio whatever the scaling; the velocity-space refinement (README, Mass
+/// ratios) holds them (measured: deepest −2.4e-14 m, largest rise 1.2e-15
+/// of the energy). The stacks are chaotic in their rounding, so the tests
+/// below also check each stack alone, from two starts.
 #[test]
 fn a_box_much_heavier_than_the_one_below_rests() {
     let stacks: [&[f64]; 2] = [&[1e-3, 1e8], &[1e-3, 1e2, 1e8, 1.0]];
@@ -229,25 +181,12 @@ fn heavy_on_light(dimension: &str) -> Vec<(String, scene::Scene)> {
     scenes
 }
 
-/// A gram under 10⁸ kg, a ratio of 10¹¹, held by the velocity-space
-/// refinement of Lemke's solution (eleventh session; `ContactLcp::polish`
-/// on the islands of Stewart–Trinkle and Moreau–Jean, `Impulses::polish` on
-/// Anitescu–Potra's and the Euler LCP's parts, with the basis repair of
-/// `solve::refine` where Lemke ended on a ray or a wrong basis): the light
-/// box's velocity was a sum
-/// v* + W Jᵀz of terms of 10⁹–10¹⁰ m/s, and Lemke's acceptance (a
-/// componentwise backward error of 10⁻¹³) left 10⁻³ m/s in it; the
-/// refinement solves the basis's KKT system with the velocity change as an
-/// unknown of its own, so the contact rows hold to the rounding of the
-/// velocities. Measured over the scene's 0.5 s (50 steps), each stack
-/// alone: every step solved, deepest gap −7.3e-14 m, largest rise 1.2e-13
-/// of the energy (the Euler LCP on the pair; Stewart–Trinkle and
-/// Moreau–Jean none). Before, in space: Stewart–Trinkle reported failed at
-/// step 3, Moreau–Jean moving the heavy box 0.4 mm a step with one step
-/// rising 3.1e-3, Anitescu–Potra 1.5e-6 m deep, the Euler LCP 2.3e-5 m,
-/// and the 1 g / 100 kg / 1e8 kg / 1 kg stack failed at step 1 under both.
-/// Checked with `check`'s bounds: every step solved, no gap below −1e-6 m
-/// (−1e-3 m for Moreau–Jean), no rise above 1e-12 of the energy.
+/// A gram under 10⁸ kg in space under every stepper. As a sum v* + W Jᵀz
+/// of terms of 10⁹–10¹⁰ m/s the light box's velocity is 10⁻³ m/s off after
+/// Lemke's acceptance; the velocity-space refinement (`ContactLcp::polish`,
+/// `Impulses::polish`, `solve::refine`) solves for the velocity change
+/// itself. Checked with `check`'s bounds (measured: deepest −7.3e-14 m,
+/// largest rise 1.2e-13 of the energy).
 #[test]
 fn a_gram_under_1e8_kg_rests_in_space_under_every_stepper() {
     for (what, scene) in heavy_on_light("Spatial") {
@@ -259,9 +198,7 @@ fn a_gram_under_1e8_kg_rests_in_space_under_every_stepper() {
 /// the Euler LCP's parts are refined through their dense basis block
 /// (`Impulses::polish`), Moreau–Jean's LCP (33) through its own
 /// (`PlanarImpactLcp::polish`), and a basis the refined w shows wrong is
-/// repaired in velocity space (`solve::refine`): no gap, no rise (before:
-/// rises of 2.8e-9 of the energy on the pair and 1.9e-3 on the stack under
-/// Anitescu–Potra and the Euler LCP, 4.3e-7 and 1.4e-7 under Moreau–Jean).
+/// repaired in velocity space (`solve::refine`): no gap, no rise.
 #[test]
 fn a_gram_under_1e8_kg_rests_in_the_plane_under_every_stepper() {
     for (what, scene) in heavy_on_light("Planar") {
@@ -326,22 +263,19 @@ fn check_first_lcp_of_1_kg_under_1e6_kg(dimension: &str) {
     }
 }
 
-/// In the plane Lemke reaches the right basis, but its check of the result
-/// failed: max |zᵢwᵢ| = 2.1e-6 of ‖q‖ with zᵢ ≈ 5e4 N·s and wᵢ ≈ 1e-11 (the
-/// rounding of the light box's velocity, a sum of impulses of 5e4 on 1 kg),
-/// and the compliance fallback then let the heavy box sink 0.78 mm in the
-/// step. It is accepted through its componentwise backward error (below
-/// 1e-13 relative to each row's terms; `LemkeOptions::max_backward_error`).
+/// In the plane Lemke reaches the right basis with max |zᵢwᵢ| = 2.1e-6 of
+/// ‖q‖ (zᵢ ≈ 5e4 N·s, wᵢ ≈ 1e-11, the rounding of the light box's velocity):
+/// it is accepted through its componentwise backward error (below 1e-13
+/// relative to each row's terms; `LemkeOptions::max_backward_error`).
 #[test]
 fn lemke_solves_the_planar_contact_lcp_of_a_box_1e6_times_heavier_than_the_one_below() {
     check_first_lcp_of_1_kg_under_1e6_kg("Planar");
 }
 
 /// In space the same stack makes max |B⁻¹| ≈ 10⁶ once the heavy box's own
-/// coupling (pivot entries of relative size 10⁻⁶) has been pivoted on, and
-/// Lemke's noise bound of that size, applied to every row, then refused the
-/// next such pivot: the run ended on a false ray (`RayTermination`, its 32
-/// restarts too). The bound now follows each row of B⁻¹.
+/// coupling (pivot entries of relative size 10⁻⁶) has been pivoted on; a
+/// noise bound of that size on every row would refuse the next such pivot
+/// and end on a false ray, so Lemke's bound follows each row of B⁻¹.
 #[test]
 fn lemke_solves_the_spatial_contact_lcp_of_a_box_1e6_times_heavier_than_the_one_below() {
     check_first_lcp_of_1_kg_under_1e6_kg("Spatial");
@@ -365,13 +299,10 @@ fn check_stacks(stacks: &[&[f64]]) {
 
 /// Anitescu–Potra §3.2, Fig. 6: with the damper at 20 the 1e8 kg block does
 /// not move while the 1 kg one swings. Under every stepper its (x, y, θ)
-/// stay within 1e-6 of the start over the scene's 10 s (Stewart–Trinkle used
-/// to drop it 2.4 cm in step 1, gaining 1.19e7 J; Moreau–Jean to sink it
-/// 4.3 cm).
+/// stay within 1e-6 of the start over the scene's 10 s.
 #[test]
 fn the_heavy_block_of_anitescu_potra_fig_6_stays_put_under_every_stepper() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/two_blocks_damper_heavy.ron");
-    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let scene = common::load_scene("two_blocks_damper_heavy.ron");
     for stepper in StepperKind::ALL {
         let mut sim = Simulation::new(scene.clone());
         sim.params.stepper = stepper;
@@ -398,11 +329,10 @@ fn the_heavy_block_of_anitescu_potra_fig_6_stays_put_under_every_stepper() {
 /// The compliance's proximal shift LCP(M + εΔ, q − εΔz⁰) solves the scheme's
 /// own LCP only up to the defect εΔ(z − z⁰), a velocity. Stewart–Trinkle on
 /// a 1 g box under 10⁸ kg in the plane: at step 2 the corner contacts
-/// between the boxes came back under new feature ids (no z⁰ of their own,
-/// so z⁰ = 0), Δ = 10³ and z = 2.45·10⁶ N·s made the defect 2.4·10⁵ m/s, and
-/// the "solved" iterate launched the light box at 9.4·10⁵ m/s (an energy
-/// rise of 3 times the scene's). Proximal point iterations now re-centre
-/// the shift on the solution until the defect is below 10⁻⁶ of ‖q‖
+/// between the boxes come back under new feature ids (z⁰ = 0), and with
+/// Δ = 10³ and z = 2.45·10⁶ N·s one shifted solve would launch the light
+/// box at 9.4·10⁵ m/s. Proximal point iterations re-centre the shift on the
+/// solution until the defect is below 10⁻⁶ of ‖q‖
 /// (`StepSettings::proximal_defect`). Measured over 0.5 s: deepest gap
 /// −3.4e-8 m, largest rise 4.2e-11 of the scene's energy. Asserted: the
 /// light box stays at rest to 1 mm/s, no gap below −1e-6 m, and no step

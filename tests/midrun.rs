@@ -20,18 +20,11 @@ const CHANGES: usize = 8;
 
 fn scenes() -> Vec<std::path::PathBuf> {
     let mut paths = common::shipped_scenes();
-    // The 40- and 100-body scenes add nothing to what the pile covers here
-    // and cost minutes with the dense Anitescu–Potra step in a debug build;
-    // nor do the granular scenes (1,000–2,000 grains), which
-    // tests/granular.rs covers at a small size.
-    let large = [
-        "pile_100.ron",
-        "wall.ron",
-        "silo.ron",
-        "avalanche.ron",
-        "hourglass.ron",
-    ];
-    paths.retain(|p| !large.iter().any(|l| p.ends_with(l)));
+    // The large scenes of 40 bodies or more add nothing to what the pile
+    // and the tower cover here and cost minutes with the dense
+    // Anitescu–Potra step in a debug build; tests/granular.rs covers the
+    // granular ones at a small size.
+    paths.retain(|p| common::large_scene(p).is_none_or(|bodies| bodies < 40));
     paths
 }
 
@@ -107,12 +100,11 @@ fn every_panel_parameter_can_change_mid_run_on_every_scene() {
     assert!(solved > 100 * reported.max(1), "{reported} failures");
 }
 
-/// The case that used to panic: a spatial scene at rest, then fewer edges of
-/// the friction pyramid (the warm start kept indices past the new LCP).
+/// A spatial scene at rest, then fewer edges of the friction pyramid: the
+/// warm start must not keep indices past the new LCP.
 #[test]
 fn fewer_pyramid_edges_on_a_resting_stack_keep_it_solved() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/box_stack.ron");
-    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let scene = common::load_scene("box_stack.ron");
     for stepper in [StepperKind::StewartTrinkle, StepperKind::MoreauJean] {
         let mut sim = Simulation::new(scene.clone());
         sim.params.stepper = stepper;

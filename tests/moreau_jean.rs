@@ -2,29 +2,16 @@
 //! the woodpecker's published limit cycle, Painlevé's paradox and the energy
 //! inequality of Newton's impact law.
 
+mod common;
+
 use contactlab::lcp::LcpStatus;
 use contactlab::model::{Model, State};
 use contactlab::params::StepperKind;
-use contactlab::scene::{self, Scene};
+use contactlab::scene;
 use contactlab::sim::Simulation;
-use contactlab::stepper::{self, StepReport};
+use contactlab::stepper;
 use nalgebra::DVector;
 use std::path::Path;
-
-fn load(name: &str) -> Scene {
-    scene::load(&Path::new("scenes").join(name)).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Runs a simulation for `duration` seconds, handing each report to `visit`;
-/// every step's LCP must be solved.
-fn run(sim: &mut Simulation, duration: f64, mut visit: impl FnMut(&Simulation, &StepReport)) {
-    let steps = (duration / sim.params.dt - 1e-9).ceil() as usize;
-    for _ in 0..steps {
-        let report = sim.step().expect("valid parameters").clone();
-        assert_eq!(report.status, LcpStatus::Solved, "t = {}", report.t);
-        visit(sim, &report);
-    }
-}
 
 /// What the woodpecker does after its transient.
 #[derive(Debug)]
@@ -42,7 +29,7 @@ struct Woodpecker {
 }
 
 fn woodpecker(h: f64, duration: f64) -> Woodpecker {
-    let mut scene = load("woodpecker.ron");
+    let mut scene = common::load_scene("woodpecker.ron");
     scene.params.dt = h;
     let mut sim = Simulation::new(scene);
     let mut out = Woodpecker {
@@ -54,7 +41,7 @@ fn woodpecker(h: f64, duration: f64) -> Woodpecker {
     };
     let mut beak_before = false;
     let mut previous = sim.state.clone();
-    run(&mut sim, duration, |sim, report| {
+    common::run(&mut sim, duration, |sim, report| {
         let beak = report
             .contacts
             .iter()
@@ -190,7 +177,7 @@ fn woodpecker_csv_has_the_papers_coordinates() {
 
 #[test]
 fn woodpecker_scene_is_table_one() {
-    let scene = load("woodpecker.ron");
+    let scene = common::load_scene("woodpecker.ron");
     let Model::Linear(s) = &scene.model else {
         panic!("the woodpecker is a generalized linear system")
     };
@@ -252,7 +239,7 @@ fn woodpecker_scene_is_table_one() {
 }
 
 fn bouncing_ball(h: f64, restitution: f64) -> Simulation {
-    let mut scene = load("bouncing_ball.ron");
+    let mut scene = common::load_scene("bouncing_ball.ron");
     scene.params.dt = h;
     scene.params.restitution = restitution;
     Simulation::new(scene)
@@ -268,7 +255,7 @@ fn bouncing_ball_impact_times_and_rest_follow_the_closed_form() {
     let mut in_contact = false;
     let mut rest: Option<f64> = None;
     let mut deepest_after_rest = f64::INFINITY;
-    run(&mut sim, 10.0, |sim, report| {
+    common::run(&mut sim, 10.0, |sim, report| {
         let pressed = report.contacts.iter().any(|c| c.normal_impulse > 0.0);
         if pressed && !in_contact {
             impacts.push(report.t);
@@ -396,7 +383,7 @@ fn impact_map_on_five_touching_balls_gives_newtons_simultaneous_law() {
     // Exactly touching, e = 1: every contact is closed at once and Newton's
     // law at each gives ball 1 back at −3v/5 and the other four at 2v/5
     // (momentum and energy conserved), not the cradle's one-ball-out.
-    let mut scene = load("newtons_cradle.ron");
+    let mut scene = common::load_scene("newtons_cradle.ron");
     let Model::Linear(s) = &mut scene.model else {
         panic!("the cradle is a linear system")
     };
@@ -418,12 +405,12 @@ fn impact_map_on_five_touching_balls_gives_newtons_simultaneous_law() {
 
 #[test]
 fn newtons_cradle_sends_the_last_ball_off() {
-    let mut sim = Simulation::new(load("newtons_cradle.ron"));
+    let mut sim = common::load_simulation("newtons_cradle.ron");
     let (k0, p0) = sim.energy();
     let mut approach = 0.0_f64;
     let mut after = None;
     let mut worst_energy: f64 = 0.0;
-    run(&mut sim, 0.4, |sim, report| {
+    common::run(&mut sim, 0.4, |sim, report| {
         let v = &sim.state.v;
         if after.is_none() && v[4] > 0.0 {
             // Ball 5 has left; wait a few steps for the impacts to pass through.
@@ -456,7 +443,7 @@ fn newtons_cradle_sends_the_last_ball_off() {
 
 #[test]
 fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution() {
-    let mut sim = Simulation::new(load("painleve_rod.ron"));
+    let mut sim = common::load_simulation("painleve_rod.ron");
     let model = sim.model().clone();
     let mu = sim.params.mu;
     // The sliding end at t = 0 and the classical (acceleration-level) problem
@@ -491,7 +478,7 @@ fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution
     let mut before = sliding(&sim);
     let mut biggest_drop: f64 = 0.0;
     let mut drop_at = 0.0;
-    run(&mut sim, 0.5, |sim, report| {
+    common::run(&mut sim, 0.5, |sim, report| {
         // Lemke solved (33) itself: no fallback to the pyramid form (29).
         assert!(
             report.solves <= 1,
@@ -534,7 +521,7 @@ fn assert_impacts_dissipate(sim: &mut Simulation, duration: f64) -> usize {
     let mut start = sim.state.clone();
     let mut pressed_before = Vec::new();
     let edges = sim.params.edges;
-    run(sim, duration, |sim, report| {
+    common::run(sim, duration, |sim, report| {
         let now = report.kinetic_energy + report.potential_energy;
         let pressed: Vec<_> = report
             .contacts
@@ -669,7 +656,7 @@ fn drift_of(sim: &mut Simulation, heights: &[usize]) -> (f64, f64) {
     let start = sim.state.q.clone();
     let (mut drift, mut deepest) = (0.0_f64, f64::INFINITY);
     let duration = sim.params.duration;
-    run(sim, duration, |sim, report| {
+    common::run(sim, duration, |sim, report| {
         for &i in heights {
             drift = drift.max((sim.state.q[i] - start[i]).abs());
         }
@@ -678,16 +665,15 @@ fn drift_of(sim: &mut Simulation, heights: &[usize]) -> (f64, f64) {
     (drift, deepest)
 }
 
-/// The predictive activation at h = 0.05 (issue 15): boxes lying flat on a
-/// table, resting or pushed along it by 20 cos t N, keep their height within
-/// 1e-6 m for the whole run, at 1 kg and at 1e8 kg. With the index set of
-/// step 3b alone a corner whose gap at q^M is +1e-17 (round-off) was left
-/// out and the sliding box tilted through the table: 4.3 cm deep, the 1e8 kg
-/// box of `two_blocks_damper_heavy.ron` as well.
+/// The predictive activation at h = 0.05: boxes lying flat on a table,
+/// resting or pushed along it by 20 cos t N, keep their height within 1e-6 m
+/// for the whole run, at 1 kg and at 1e8 kg. The index set of step 3b alone
+/// would leave out a corner whose gap at q^M is +1e-17 (round-off), and the
+/// sliding box would tilt through the table.
 #[test]
 fn boxes_flat_on_a_table_at_h_0_05_stay_within_1e_6_m() {
     for name in ["two_blocks_damper.ron", "two_blocks_damper_heavy.ron"] {
-        let mut sim = Simulation::new(load(name));
+        let mut sim = common::load_simulation(name);
         sim.params.stepper = StepperKind::MoreauJean;
         assert_eq!(sim.params.dt, 0.05);
         // Planar q = (x, y, θ) per body: both heights and both angles.

@@ -7,32 +7,16 @@ mod common;
 use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use contactlab::model::{ContactFrame, Model};
 use contactlab::params::{FrictionCone, Overrides, SolverKind, StepperKind};
-use contactlab::scene::{self, Scene};
+use contactlab::scene::Scene;
 use contactlab::sim::Simulation;
 use contactlab::stepper::{ContactReport, ContactState, StepReport};
 use nalgebra::{DMatrix, DVector, Vector3};
-use std::path::Path;
-
-fn load(name: &str) -> Scene {
-    scene::load(&Path::new("scenes").join(name)).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn nsgs(mut scene: Scene, tolerance: f64) -> Simulation {
     scene.params.solver = SolverKind::Nsgs;
     scene.params.tolerance = tolerance;
     scene.params.max_iterations = 100_000;
     Simulation::new(scene)
-}
-
-/// Runs `sim` for `seconds`, asserting every step solved, and hands each
-/// report to `visit`.
-fn run(sim: &mut Simulation, seconds: f64, mut visit: impl FnMut(&Simulation, &StepReport)) {
-    let steps = (seconds / sim.params.dt).round() as usize;
-    for _ in 0..steps {
-        let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
-        assert_eq!(report.status, LcpStatus::Solved, "t = {}", report.t);
-        visit(sim, &report);
-    }
 }
 
 #[test]
@@ -47,7 +31,7 @@ fn nsgs_and_lemke_end_in_the_same_place() {
         ("two_balls.ron", StepperKind::StewartTrinkle),
         ("box_stack.ron", StepperKind::StewartTrinkle),
     ] {
-        let mut scene = load(name);
+        let mut scene = common::load_scene(name);
         scene.params.stepper = stepper;
         let mut lemke = Simulation::new(scene.clone());
         // The identical LCP (29): NSGS on Lemke's pyramid. Each step's LCP,
@@ -60,9 +44,9 @@ fn nsgs_and_lemke_end_in_the_same_place() {
         iterative.set_record_lcp(true);
         let (edges, mu) = (iterative.params.edges, iterative.params.mu);
         let seconds = lemke.params.duration;
-        run(&mut lemke, seconds, |_, _| {});
+        common::run(&mut lemke, seconds, |_, _| {});
         let (mut sweeps, mut fixed, mut contacts) = (0, 0, 0);
-        run(&mut iterative, seconds, |_, r| {
+        common::run(&mut iterative, seconds, |_, r| {
             sweeps += r.sweeps;
             assert!(r.residual <= 1e-10, "{name}: residual {}", r.residual);
             assert_eq!(r.pivots, 0);
@@ -95,32 +79,31 @@ fn nsgs_and_lemke_end_in_the_same_place() {
     }
 }
 
-#[test]
-fn nsgs_on_the_pyramid_solves_the_pile_and_follows_lemke_while_the_pile_lets_it() {
-    // `pile.ron` on Lemke's pyramid at 1e-10: boxes resting on dependent
-    // corners, where the sweeps meet affine pieces of their map and walk
-    // along them by a fixed step; `nsgs::Drift` takes such a walk to its end
-    // in one move. Without it the run reaches the sweep limit at t = 0.125 s
-    // (at 0.195 s even at 1e-8). The pile is chaotic and its impulses are not
-    // unique once boxes rest on four corners, so the two solvers' positions
-    // part after t = 0.2 s (1e-2 m at 0.3 s, centimetres at 1 s, both
-    // solving every step): they are compared up to there.
-    //
-    // The impulses are compared step by step instead, on the identical LCP:
-    // each step's LCP (29), kept by the NSGS run, is solved again by Lemke,
-    // and on every contact whose force that LCP fixes (`Uniqueness`) the two
-    // agree, while the forces it leaves free differ by up to half the
-    // largest impulse.
-    let scene = load("pile.ron");
+/// `pile.ron` on Lemke's pyramid at 1e-10: boxes resting on dependent
+/// corners, where the sweeps meet affine pieces of their map and walk along
+/// them by a fixed step; `nsgs::Drift` takes such a walk to its end in one
+/// move (without it the run reaches the sweep limit at t = 0.125 s). The pile
+/// is chaotic and its impulses are not unique once boxes rest on four
+/// corners, so the two solvers' positions part after t = 0.2 s (1e-2 m at
+/// 0.3 s, centimetres at 1 s, both solving every step): they are compared up
+/// to there.
+///
+/// The impulses are compared step by step instead, on the identical LCP:
+/// each step's LCP (29), kept by the NSGS run, is solved again by Lemke, and
+/// on every contact whose force that LCP fixes (`Uniqueness`) the two agree,
+/// while the forces it leaves free differ by up to half the largest impulse.
+/// Runs NSGS for 0.2 s and then `more` seconds, asserting that much on every
+/// step.
+fn nsgs_follows_lemke_on_the_pyramid_pile(more: f64) -> PyramidPile {
+    let scene = common::load_scene("pile.ron");
     let mut lemke = Simulation::new(scene.clone());
     let mut pyramid = scene;
     pyramid.params.friction_cone = Some(FrictionCone::Pyramid);
     let mut iterative = nsgs(pyramid, 1e-10);
     iterative.set_record_lcp(true);
     let (edges, mu) = (iterative.params.edges, iterative.params.mu);
-    run(&mut lemke, 0.2, |_, _| {});
-    let (mut unique, mut contacts, mut steps, mut whole) = (0, 0, 0, 0);
-    let (mut agree, mut free) = (0.0f64, 0.0f64);
+    common::run(&mut lemke, 0.2, |_, _| {});
+    let mut counts = PyramidPile::default();
     let mut check = |_: &Simulation, r: &StepReport| {
         assert!(r.residual <= 1e-10, "t = {}: residual {}", r.t, r.residual);
         assert!(r.min_gap >= -1e-6, "t = {}: gap {}", r.t, r.min_gap);
@@ -135,19 +118,78 @@ fn nsgs_on_the_pyramid_solves_the_pile_and_follows_lemke_while_the_pile_lets_it(
         let mut here = 0;
         for (j, apart) in fixed.apart(&r.contacts) {
             assert!(apart <= 2e-5, "t = {}: contact {j} apart by {apart}", r.t);
-            agree = agree.max(apart);
+            counts.agree = counts.agree.max(apart);
             here += 1;
         }
-        free = fixed.free_apart(&r.contacts).fold(free, f64::max);
-        unique += here;
-        contacts += r.contacts.len();
-        steps += usize::from(here > 0);
-        whole += usize::from(here == r.contacts.len());
+        counts.free = fixed.free_apart(&r.contacts).fold(counts.free, f64::max);
+        counts.unique += here;
+        counts.contacts += r.contacts.len();
+        counts.steps += usize::from(here > 0);
+        counts.whole += usize::from(here == r.contacts.len());
     };
-    run(&mut iterative, 0.2, &mut check);
+    common::run(&mut iterative, 0.2, &mut check);
     let gap = (&lemke.state.q - &iterative.state.q).amax();
     assert!(gap < 1e-4, "positions differ by {gap} at t = 0.2 s");
-    run(&mut iterative, 0.8, &mut check);
+    if more > 0.0 {
+        common::run(&mut iterative, more, &mut check);
+    }
+    eprintln!(
+        "{} of {} fixed on {} steps (all on {}): {:.1e} apart; free {:.2}",
+        counts.unique, counts.contacts, counts.steps, counts.whole, counts.agree, counts.free
+    );
+    counts
+}
+
+/// What [`nsgs_follows_lemke_on_the_pyramid_pile`] compared.
+#[derive(Default)]
+struct PyramidPile {
+    /// Contacts whose force the LCP fixes, over all steps.
+    unique: usize,
+    /// Contacts, over all steps.
+    contacts: usize,
+    /// Steps with a fixed force, and with every force fixed.
+    steps: usize,
+    whole: usize,
+    /// The largest distance of a fixed force from Lemke's, and of a free one.
+    agree: f64,
+    free: f64,
+}
+
+#[test]
+fn nsgs_on_the_pyramid_follows_lemke_while_the_pile_lands() {
+    // The first 0.2 s (40 steps): every step's assertions, the positions at
+    // the end, and the counts of the whole second's test, which the landing
+    // meets alone. Measured: 353 of 464 contacts fixed, on 38 steps (every
+    // contact on 22), the free ones 0.52 apart.
+    let PyramidPile {
+        unique,
+        contacts,
+        steps,
+        whole,
+        free,
+        ..
+    } = nsgs_follows_lemke_on_the_pyramid_pile(0.0);
+    assert!(
+        unique >= contacts / 4 && steps >= 36 && whole >= 20,
+        "{unique} of {contacts} contacts fixed, on {steps} steps, all on {whole}"
+    );
+    assert!(
+        free > 1e-2,
+        "the free forces agree too ({free}): nothing tested"
+    );
+}
+
+#[test]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+fn nsgs_on_the_pyramid_solves_the_pile_and_follows_lemke_while_the_pile_lets_it() {
+    let PyramidPile {
+        unique,
+        contacts,
+        steps,
+        whole,
+        free,
+        ..
+    } = nsgs_follows_lemke_on_the_pyramid_pile(0.8);
     // Measured: 2,761 of 7,120 contacts fixed, on 198 of the 200 steps
     // (every contact on 22 of them: the steps where the solution is
     // unique), within 4.9e-6 of the largest impulse (Lemke's own residual
@@ -159,9 +201,6 @@ fn nsgs_on_the_pyramid_solves_the_pile_and_follows_lemke_while_the_pile_lets_it(
     assert!(
         free > 1e-2,
         "the free forces agree too ({free}): nothing tested"
-    );
-    eprintln!(
-        "{unique} of {contacts} fixed on {steps} steps (all on {whole}): {agree:.1e} apart; free {free:.2}"
     );
 }
 
@@ -341,12 +380,12 @@ fn every_nsgs_solution_keeps_the_contact_law() {
         "ball_roll.ron",
         "rod.ron",
     ] {
-        let mut sim = nsgs(load(name), 1e-10);
+        let mut sim = nsgs(common::load_scene(name), 1e-10);
         let mut energy = common::EnergyWatch::new(&sim);
         let scale = energy.scale();
         let mu = sim.params.mu;
         let seconds = sim.params.duration;
-        run(&mut sim, seconds, |_, r| {
+        common::run(&mut sim, seconds, |_, r| {
             assert!(
                 r.min_gap >= -1e-6,
                 "{name}: gap {} at t = {}",
@@ -377,11 +416,11 @@ fn every_nsgs_solution_keeps_the_contact_law() {
 
 #[test]
 fn a_sliding_ball_rolls_from_t_star_with_nsgs() {
-    let mut sim = nsgs(load("ball_roll.ron"), 1e-10);
+    let mut sim = nsgs(common::load_scene("ball_roll.ron"), 1e-10);
     let (v0, mu, g, r) = (2.0, sim.params.mu, 9.81, 0.1);
     let t_star = 2.0 * v0 / (7.0 * mu * g);
     let mut rolling_from = None;
-    run(&mut sim, 0.6, |sim, report| {
+    common::run(&mut sim, 0.6, |sim, report| {
         let Model::Rigid(s) = sim.model() else {
             panic!("rigid")
         };
@@ -428,7 +467,7 @@ fn a_box_on_an_incline_sticks_or_slides_as_the_closed_form_says() {
         let alpha = alpha_deg.to_radians();
         let mut sim = Simulation::new(incline(alpha, mu));
         let (x0, y0) = (sim.state.q[0], sim.state.q[1]);
-        run(&mut sim, 1.0, |_, _| {});
+        common::run(&mut sim, 1.0, |_, _| {});
         let down = -(sim.state.q[0] - x0) * alpha.cos() - (sim.state.q[1] - y0) * alpha.sin();
         if alpha.tan() < mu {
             assert!(
@@ -449,10 +488,10 @@ fn a_box_on_an_incline_sticks_or_slides_as_the_closed_form_says() {
 
 #[test]
 fn nsgs_reruns_are_identical_bit_for_bit() {
-    let mut a = nsgs(load("four_balls.ron"), 1e-8);
-    let mut b = nsgs(load("four_balls.ron"), 1e-8);
-    run(&mut a, 0.5, |_, _| {});
-    run(&mut b, 0.5, |_, _| {});
+    let mut a = nsgs(common::load_scene("four_balls.ron"), 1e-8);
+    let mut b = nsgs(common::load_scene("four_balls.ron"), 1e-8);
+    common::run(&mut a, 0.5, |_, _| {});
+    common::run(&mut b, 0.5, |_, _| {});
     let bits = |s: &Simulation| -> Vec<u64> {
         s.state
             .q
@@ -466,7 +505,7 @@ fn nsgs_reruns_are_identical_bit_for_bit() {
 
 #[test]
 fn the_sweep_limit_is_reported_with_its_own_status() {
-    let mut scene = load("box_stack.ron");
+    let mut scene = common::load_scene("box_stack.ron");
     scene.params.solver = SolverKind::Nsgs;
     scene.params.tolerance = 1e-14;
     scene.params.max_iterations = 1;
@@ -480,7 +519,7 @@ fn the_sweep_limit_is_reported_with_its_own_status() {
 
 #[test]
 fn the_solver_flags_are_checked() {
-    let scene = load("four_balls.ron");
+    let scene = common::load_scene("four_balls.ron");
     let with = |o: Overrides| scene.params.with_overrides(&scene.model, &o);
     let p = with(Overrides {
         solver: Some("nsgs".into()),
@@ -593,7 +632,7 @@ fn the_solver_flags_are_checked() {
 /// converges to 1e-8, and the tower keeps its gaps and energy and stands.
 #[test]
 fn nsgs_converges_on_the_tower_s_indeterminate_loads() {
-    let mut scene = load("tower.ron");
+    let mut scene = common::load_scene("tower.ron");
     scene.params.solver = SolverKind::Nsgs;
     scene.params.tolerance = 1e-8;
     scene.params.max_iterations = 2_000;
@@ -601,7 +640,7 @@ fn nsgs_converges_on_the_tower_s_indeterminate_loads() {
     let top = sim.state.q.len() - 7;
     let start = (sim.state.q[top], sim.state.q[top + 1]);
     let mut energy = common::EnergyWatch::new(&sim);
-    run(&mut sim, 1.0, |_, r| {
+    common::run(&mut sim, 1.0, |_, r| {
         assert!(r.residual <= 1e-8, "residual {} at t = {}", r.residual, r.t);
         assert!(r.min_gap >= -1e-6, "gap {} at t = {}", r.min_gap, r.t);
         energy.check(r, 1e-9, "tower.ron");

@@ -1,6 +1,8 @@
 //! Scene files: malformed ones give an error naming file, line, column and
 //! field; every shipped scene loads.
 
+mod common;
+
 use contactlab::scene;
 use std::path::Path;
 
@@ -136,7 +138,7 @@ fn every_shipped_scene_loads_with_its_documented_body_names() {
         ("pile.ron", &[]),
     ];
     for (file, bodies) in expect {
-        let scene = scene::load(&Path::new("scenes").join(file)).unwrap_or_else(|e| panic!("{e}"));
+        let scene = common::load_scene(file);
         let contactlab::model::Model::Rigid(system) = &scene.model else {
             panic!("{file} is a rigid scene");
         };
@@ -165,6 +167,30 @@ fn every_file_in_scenes_loads() {
         }
     }
     assert!(count >= 16, "{count} scenes");
+}
+
+/// `common::LARGE_SCENES`, the scenes the slow sweeps over every scene
+/// leave out, lists every shipped scene of 12 bodies or more with its
+/// bodies, and no other scene has more than 10.
+#[test]
+fn the_large_scenes_are_listed_with_their_bodies() {
+    for path in common::shipped_scenes() {
+        let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let bodies = match &scene.model {
+            contactlab::model::Model::Rigid(system) => system.bodies.len(),
+            contactlab::model::Model::Linear(_) => 0,
+        };
+        match common::large_scene(&path) {
+            Some(listed) => assert_eq!(listed, bodies, "{}", path.display()),
+            None => assert!(bodies <= 10, "{}: {bodies} bodies", path.display()),
+        }
+    }
+    for (name, _) in common::LARGE_SCENES {
+        assert!(
+            common::project_dir().join("scenes").join(name).exists(),
+            "{name} is shipped"
+        );
+    }
 }
 
 const PLANAR: &str = r#"Scene(

@@ -7,15 +7,8 @@
 mod common;
 
 use contactlab::params::StepperKind;
-use contactlab::scene;
-use contactlab::sim::Simulation;
 use contactlab::sim::snapshot::{self, Snapshot};
 use std::path::{Path, PathBuf};
-
-fn load(name: &str) -> Simulation {
-    let path = common::project_dir().join("scenes").join(name);
-    Simulation::new(scene::load(&path).expect("scene loads"))
-}
 
 fn data(name: &str) -> PathBuf {
     common::project_dir().join("tests").join("data").join(name)
@@ -38,12 +31,12 @@ const OLD: [(&str, StepperKind, &str); 2] = [
 #[test]
 fn a_snapshot_from_before_the_pipeline_continues_bit_identically() {
     for (scene, stepper, file) in OLD {
-        let mut original = load(scene);
+        let mut original = common::load_simulation(scene);
         original.params.stepper = stepper;
         common::csv_rows(&mut original, 90);
         let expected = common::csv_rows(&mut original, 60);
 
-        let mut restarted = load(scene);
+        let mut restarted = common::load_simulation(scene);
         restarted.params = original.params.clone();
         snapshot::load_into(&mut restarted, &data(file)).expect("an old snapshot loads");
         assert_eq!(restarted.steps, 90);
@@ -54,7 +47,7 @@ fn a_snapshot_from_before_the_pipeline_continues_bit_identically() {
         // same state, the run differs.
         let (mut cold, source) = Snapshot::load(&data(file)).expect("reads");
         cold.steppers = None;
-        let mut restarted = load(scene);
+        let mut restarted = common::load_simulation(scene);
         restarted.params = original.params.clone();
         cold.apply(&mut restarted, &source, &data(file))
             .expect("applies");
@@ -71,14 +64,14 @@ fn a_snapshot_from_before_the_pipeline_continues_bit_identically() {
 #[test]
 fn an_old_snapshot_is_saved_in_the_current_form() {
     let (scene, stepper, file) = OLD[0];
-    let mut sim = load(scene);
+    let mut sim = common::load_simulation(scene);
     sim.params.stepper = stepper;
     snapshot::load_into(&mut sim, &data(file)).expect("loads");
     let text = Snapshot::of(&sim).to_ron().expect("written");
     assert!(text.contains("StepperMemory("), "{text}");
     assert!(!text.contains("stewart_trinkle"));
     let again = Snapshot::parse(&text, Path::new("again.ron")).expect("parses");
-    let mut other = load(scene);
+    let mut other = common::load_simulation(scene);
     other.params = sim.params.clone();
     again
         .apply(&mut other, &text, Path::new("again.ron"))
@@ -101,7 +94,7 @@ fn a_memory_mixing_both_forms_is_an_error_at_its_line() {
         1,
     );
     assert_ne!(mixed, text);
-    let mut sim = load(scene);
+    let mut sim = common::load_simulation(scene);
     sim.params.stepper = stepper;
     let path = Path::new("mixed.ron");
     let err = Snapshot::parse(&mixed, path)

@@ -3,26 +3,10 @@
 
 mod common;
 
-use contactlab::lcp::LcpStatus;
 use contactlab::model::{Model, Other};
 use contactlab::scene::{self, Scene};
 use contactlab::sim::Simulation;
-use contactlab::stepper::{ContactState, StepReport};
-use std::path::Path;
-
-fn load(name: &str) -> Scene {
-    scene::load(&Path::new("scenes").join(name)).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Runs a simulation for `duration` seconds, handing each report to `visit`.
-fn run(sim: &mut Simulation, duration: f64, mut visit: impl FnMut(&Simulation, &StepReport)) {
-    let steps = (duration / sim.params.dt - 1e-9).ceil() as usize;
-    for _ in 0..steps {
-        let report = sim.step().expect("valid parameters").clone();
-        assert_eq!(report.status, LcpStatus::Solved, "t = {}", report.t);
-        visit(sim, &report);
-    }
-}
+use contactlab::stepper::ContactState;
 
 fn rigid(sim: &Simulation) -> &contactlab::model::RigidSystem {
     match sim.model() {
@@ -33,11 +17,11 @@ fn rigid(sim: &Simulation) -> &contactlab::model::RigidSystem {
 
 #[test]
 fn rod_impacts_at_the_papers_times_and_comes_to_rest() {
-    let mut sim = Simulation::new(load("rod.ron"));
+    let mut sim = common::load_simulation("rod.ron");
     assert_eq!(sim.params.dt, 0.0025);
     let (mut first, mut second, mut rest) = (None, None, None);
     let mut deepest = f64::INFINITY;
-    run(&mut sim, 1.0, |sim, report| {
+    common::run(&mut sim, 1.0, |sim, report| {
         for c in &report.contacts {
             if c.normal_impulse > 0.0 {
                 let end = c.id.feature;
@@ -71,9 +55,9 @@ fn rod_impacts_at_the_papers_times_and_comes_to_rest() {
 
 #[test]
 fn four_balls_hit_table_then_line_and_pass_momentum_down() {
-    let mut sim = Simulation::new(load("four_balls.ron"));
+    let mut sim = common::load_simulation("four_balls.ron");
     let (mut table, mut line) = (None, None);
-    run(&mut sim, 1.5, |_, report| {
+    common::run(&mut sim, 1.5, |_, report| {
         for c in report.contacts.iter().filter(|c| c.normal_impulse > 0.0) {
             match (c.id.a, c.id.b) {
                 (0, Other::Surface(_)) if table.is_none() => table = Some(report.t),
@@ -100,13 +84,13 @@ fn four_balls_hit_table_then_line_and_pass_momentum_down() {
 
 /// Velocities of the four-ball scene sampled every 0.02 s up to 1 s.
 fn four_ball_velocities(h: f64) -> Vec<nalgebra::DVector<f64>> {
-    let mut scene = load("four_balls.ron");
+    let mut scene = common::load_scene("four_balls.ron");
     scene.params.dt = h;
     let mut sim = Simulation::new(scene);
     let every = (0.02 / h).round() as usize;
     let mut out = vec![sim.state.v.clone()];
     let mut count = 0;
-    run(&mut sim, 1.0, |sim, _| {
+    common::run(&mut sim, 1.0, |sim, _| {
         count += 1;
         if count % every == 0 {
             out.push(sim.state.v.clone());
@@ -141,12 +125,12 @@ fn four_balls_velocity_error_shrinks_like_h() {
 
 #[test]
 fn sliding_ball_rolls_from_t_star_at_five_sevenths_speed() {
-    let mut sim = Simulation::new(load("ball_roll.ron"));
+    let mut sim = common::load_simulation("ball_roll.ron");
     let (v0, mu, g, r) = (2.0, sim.params.mu, 9.81, 0.1);
     let t_star = 2.0 * v0 / (7.0 * mu * g);
     let mut rolling_from = None;
     let mut edge_aligned = true;
-    run(&mut sim, 0.6, |sim, report| {
+    common::run(&mut sim, 0.6, |sim, report| {
         let s = rigid(sim);
         let v = s.linear_velocity(&sim.state.v, 0);
         let w = s.angular_velocity(&sim.state.q, &sim.state.v, 0);
@@ -191,7 +175,7 @@ fn box_on_incline_sticks_below_and_slides_above_the_friction_angle() {
         assert!(alpha.tan() < mu);
         let mut sim = Simulation::new(incline(alpha, mu));
         let start = sim.state.q.clone();
-        run(&mut sim, 1.0, |_, _| {});
+        common::run(&mut sim, 1.0, |_, _| {});
         let moved = (&sim.state.q - &start).rows(0, 2).norm();
         assert!(moved < 1e-6, "α = {alpha_deg}°, μ = {mu}: moved {moved}");
     }
@@ -201,7 +185,7 @@ fn box_on_incline_sticks_below_and_slides_above_the_friction_angle() {
         let expected = g * (alpha.sin() - mu * alpha.cos());
         let mut sim = Simulation::new(incline(alpha, mu));
         let (x0, y0) = (sim.state.q[0], sim.state.q[1]);
-        run(&mut sim, 1.0, |_, _| {});
+        common::run(&mut sim, 1.0, |_, _| {});
         let down = -(sim.state.q[0] - x0) * alpha.cos() - (sim.state.q[1] - y0) * alpha.sin();
         let t = sim.state.t;
         let measured = 2.0 * down / (t * t);
@@ -215,13 +199,13 @@ fn box_on_incline_sticks_below_and_slides_above_the_friction_angle() {
 /// Total energy never rises by more than 1e-9 (relative) from a step to the next
 /// when no external work is done (Stewart–Trinkle (24)).
 fn assert_dissipative(name: &str) {
-    let mut sim = Simulation::new(load(name));
+    let mut sim = common::load_simulation(name);
     let (k, p) = sim.energy();
     let mut previous = k + p;
     let scale = previous.abs().max(1.0);
     let duration = sim.params.duration;
     let mut worst: f64 = 0.0;
-    run(&mut sim, duration, |_, report| {
+    common::run(&mut sim, duration, |_, report| {
         let now = report.kinetic_energy + report.potential_energy;
         worst = worst.max((now - previous) / scale);
         previous = now;
@@ -249,39 +233,26 @@ fn pile_is_dissipative_and_every_lcp_is_solved() {
 
 #[test]
 fn every_shipped_scene_runs_its_full_duration() {
-    let mut names: Vec<_> = std::fs::read_dir("scenes")
-        .expect("scenes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
-        .collect();
-    names.sort();
+    let names = common::shipped_scenes();
     assert!(names.len() >= 7);
     for path in names {
+        let large = common::large_scene(&path);
         // The piles, the tower and the wall run in full, with their
         // guarantees, in tests/piles.rs.
-        let large = ["pile.ron", "pile_100.ron", "tower.ron", "wall.ron"];
-        if path
-            .file_name()
-            .is_some_and(|n| large.iter().any(|l| n == *l))
-        {
+        if large.is_some_and(|bodies| bodies < common::GRANULAR) {
             continue;
         }
         let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let mut sim = Simulation::new(scene);
-        // The granular scenes (1,000–2,000 grains) take minutes in full:
-        // here their first steps, in full at a small size in
-        // tests/granular.rs.
-        let granular = ["silo.ron", "avalanche.ron", "hourglass.ron"];
-        if path
-            .file_name()
-            .is_some_and(|n| granular.iter().any(|l| n == *l))
-        {
+        // The granular scenes take minutes in full: here their first steps,
+        // in full at a small size in tests/granular.rs.
+        if large.is_some() {
             let budget = 10.0 * sim.params.dt;
-            run(&mut sim, budget, |_, _| {});
+            common::run(&mut sim, budget, |_, _| {});
             continue;
         }
         let duration = sim.params.duration;
-        run(&mut sim, duration, |_, _| {});
+        common::run(&mut sim, duration, |_, _| {});
         assert!(
             (sim.state.t - duration).abs() < sim.params.dt,
             "{}",
@@ -294,7 +265,7 @@ fn every_shipped_scene_runs_its_full_duration() {
 fn generalized_linear_system_spring_block_loses_two_mu_g_over_omega_squared_per_swing() {
     // M = 1, k = 100 (ω = 10), μ = 0.1: |x| at successive turning points drops by
     // 2μg/ω² = 0.01962 m; the block sticks once |x| ≤ μg/ω² = 0.00981 m.
-    let mut scene = load("spring_block.ron");
+    let mut scene = common::load_scene("spring_block.ron");
     scene.params.dt = 1e-4;
     let mut sim = Simulation::new(scene);
     let (mu, g, omega2) = (0.1, 9.81, 100.0);
@@ -302,7 +273,7 @@ fn generalized_linear_system_spring_block_loses_two_mu_g_over_omega_squared_per_
     let mut turning = vec![sim.state.q[0]];
     let mut previous_v = sim.state.v[0];
     let mut max_gap_violation: f64 = 0.0;
-    run(&mut sim, 3.0, |sim, _| {
+    common::run(&mut sim, 3.0, |sim, _| {
         // A turning point: the velocity changes sign or vanishes (sticking);
         // once stuck, rounding-level velocities are not new swings.
         let v = sim.state.v[0];

@@ -13,12 +13,6 @@ use contactlab::viewer::sim::{interpolated_pose, reset_simulation, sync_body_tra
 use contactlab::viewer::{BodyVisual, PreviousState, Sim, SimControl, SimPlugin};
 use std::path::Path;
 
-fn load(scene: &str) -> Simulation {
-    let path = common::project_dir().join("scenes").join(scene);
-    let scene = contactlab::scene::load(&path).expect("scene loads");
-    Simulation::new(scene)
-}
-
 /// An app with `MinimalPlugins` whose every `update()` runs exactly one fixed
 /// tick (after the first, which starts the clocks and spawns the entities).
 fn app(simulation: Simulation) -> App {
@@ -65,7 +59,7 @@ fn assert_close(a: Vec3, b: Vec3, what: &str) {
 
 #[test]
 fn one_step_per_fixed_tick() {
-    let simulation = load("rod.ron");
+    let simulation = common::load_simulation("rod.ron");
     let h = simulation.params.dt;
     let mut app = app(simulation);
     assert_eq!(sim(&app).steps, 0, "no step before the first tick");
@@ -85,7 +79,7 @@ fn one_step_per_fixed_tick() {
 #[test]
 fn body_transforms_follow_the_simulation() {
     for scene in ["rod.ron", "four_balls.ron", "incline.ron"] {
-        let simulation = load(scene);
+        let simulation = common::load_simulation(scene);
         let bodies = match simulation.model() {
             Model::Rigid(s) => s.bodies.len(),
             Model::Linear(_) => 0,
@@ -125,7 +119,7 @@ fn body_transforms_follow_the_simulation() {
 /// Distance slid along the incline after `n` ticks with friction μ set in the
 /// live resource.
 fn slide(mu: f64, n: usize) -> f64 {
-    let simulation = load("incline.ron");
+    let simulation = common::load_simulation("incline.ron");
     let start = simulation.state.q.clone();
     let mut app = app(simulation);
     app.world_mut().resource_mut::<Sim>().params.mu = mu;
@@ -137,7 +131,7 @@ fn slide(mu: f64, n: usize) -> f64 {
 #[test]
 fn friction_changes_in_the_resource_take_effect() {
     let n = 200;
-    let h = load("incline.ron").params.dt;
+    let h = common::load_simulation("incline.ron").params.dt;
     let t = n as f64 * h;
     let (low, high) = (slide(0.2, n), slide(0.3, n));
     // a = g (sin 30° − μ cos 30°): 3.21 m/s² for μ = 0.2, 2.36 m/s² for μ = 0.3.
@@ -157,7 +151,7 @@ fn friction_changes_in_the_resource_take_effect() {
 
 #[test]
 fn the_fixed_timestep_follows_the_step_size() {
-    let mut app = app(load("incline.ron"));
+    let mut app = app(common::load_simulation("incline.ron"));
     ticks(&mut app, 10);
     let new_h = 0.0007;
     app.world_mut().resource_mut::<Sim>().params.dt = new_h;
@@ -176,7 +170,7 @@ fn the_fixed_timestep_follows_the_step_size() {
 
 #[test]
 fn pause_single_step_and_reset() {
-    let mut app = app(load("rod.ron"));
+    let mut app = app(common::load_simulation("rod.ron"));
     ticks(&mut app, 5);
     app.world_mut().resource_mut::<SimControl>().paused = true;
     ticks(&mut app, 5);
@@ -202,7 +196,7 @@ fn pause_single_step_and_reset() {
 
 #[test]
 fn invalid_parameters_are_reported_not_panicked_on() {
-    let mut app = app(load("four_balls.ron"));
+    let mut app = app(common::load_simulation("four_balls.ron"));
     ticks(&mut app, 3);
     for dt in [f64::NAN, -1.0, 0.0, f64::INFINITY] {
         app.world_mut().resource_mut::<Sim>().params.dt = dt;
@@ -334,7 +328,7 @@ fn a_broken_edit_keeps_the_last_good_scene_running() {
 #[test]
 fn the_recording_overlay_names_the_live_parameters() {
     use contactlab::viewer::record::overlay_text;
-    let balls = overlay_text(&Sim(load("four_balls.ron")));
+    let balls = overlay_text(&Sim(common::load_simulation("four_balls.ron")));
     let lines: Vec<&str> = balls.lines().collect();
     assert_eq!(lines.len(), 3, "{balls}");
     assert!(lines[0].starts_with("Four balls   t = 0.000 s"), "{balls}");
@@ -345,12 +339,12 @@ fn the_recording_overlay_names_the_live_parameters() {
     assert!(lines[1].contains("h = 0.0025 s"), "{balls}");
     assert_eq!(lines[2], "k = 8   Stewart–Trinkle");
 
-    let linkage = overlay_text(&Sim(load("two_bar_linkage.ron")));
+    let linkage = overlay_text(&Sim(common::load_simulation("two_bar_linkage.ron")));
     assert!(linkage.contains("k = 2"), "{linkage}");
     assert!(linkage.contains("γ = 1.000e2 N/m"), "{linkage}");
     assert!(linkage.contains("δ = 2.000e1 N·s/m"), "{linkage}");
 
-    let mut woodpecker = Sim(load("woodpecker.ron"));
+    let mut woodpecker = Sim(common::load_simulation("woodpecker.ron"));
     woodpecker.params.restitution = 0.25;
     let text = overlay_text(&woodpecker);
     assert!(
@@ -366,7 +360,7 @@ fn the_recording_overlay_names_the_live_parameters() {
 #[test]
 fn the_timeline_scrubs_back_and_replays_bit_for_bit() {
     use contactlab::viewer::History;
-    let mut app = app(load("four_balls.ron"));
+    let mut app = app(common::load_simulation("four_balls.ron"));
     ticks(&mut app, 100);
     let stored: Vec<_> = {
         let history = app.world().resource::<History>();
@@ -666,7 +660,7 @@ mod pointer {
         assert!(sim(&app).perturbation().is_some());
 
         // The woodpecker: its parts can be selected, not perturbed.
-        let mut app = pointer_app(load("woodpecker.ron"));
+        let mut app = pointer_app(common::load_simulation("woodpecker.ron"));
         app.world_mut().resource_mut::<Hands>().tool = Tool::Perturb;
         app.update();
         // The drawing's entities (their meshes are the renderer's business).
@@ -767,7 +761,7 @@ mod pointer {
 #[test]
 fn the_viewer_starts_from_a_snapshot() {
     use contactlab::sim::throw::{Projectile, projectile};
-    let mut original = load("box_stack.ron");
+    let mut original = common::load_simulation("box_stack.ron");
     for _ in 0..20 {
         original.step().expect("step");
     }

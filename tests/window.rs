@@ -72,9 +72,9 @@ fn screenshot_with(
         c.args(["-a", "-s", "-screen 0 1280x800x24", binary]);
         c
     };
-    // One viewer at a time: two software-rendered windows on two cores, and
-    // Xvfb has once refused the second connection (XOpenDisplayFailed) while
-    // the machine was loaded; a refused connection is retried once.
+    // One viewer at a time: two software-rendered windows share two cores,
+    // and a loaded Xvfb can refuse a second connection (XOpenDisplayFailed);
+    // a refused connection gets one more attempt.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME
         .lock()

@@ -1,5 +1,7 @@
-//! Helpers shared by the integration tests: brute-force LCP enumeration and
-//! random problem generators with fixed seeds.
+//! Helpers shared by the integration tests: the shipped scenes by name, a
+//! run that asserts every step solved, the one list of large scenes,
+//! brute-force LCP enumeration and random problem generators with fixed
+//! seeds.
 #![allow(dead_code)]
 
 use nalgebra::{DMatrix, DVector};
@@ -91,9 +93,71 @@ pub fn incline(alpha: f64, mu: f64, extra: &str) -> contactlab::scene::Scene {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The shipped scene `scenes/{name}`, e.g. `load_scene("pile.ron")`.
+pub fn load_scene(name: &str) -> contactlab::scene::Scene {
+    let path = project_dir().join("scenes").join(name);
+    contactlab::scene::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A simulation of the shipped scene `scenes/{name}` at its own settings.
+pub fn load_simulation(name: &str) -> contactlab::sim::Simulation {
+    contactlab::sim::Simulation::new(load_scene(name))
+}
+
+/// Steps `sim` for `duration` seconds (the steps that cover it at its h),
+/// asserting that every step is taken and its LCP solved, and hands the
+/// simulation and each step's report to `visit`.
+pub fn run(
+    sim: &mut contactlab::sim::Simulation,
+    duration: f64,
+    mut visit: impl FnMut(&contactlab::sim::Simulation, &contactlab::stepper::StepReport),
+) {
+    let steps = (duration / sim.params.dt - 1e-9).ceil() as usize;
+    for _ in 0..steps {
+        let report = sim.step().unwrap_or_else(|e| panic!("{e}")).clone();
+        assert_eq!(
+            report.status,
+            contactlab::lcp::LcpStatus::Solved,
+            "{} at t = {}: residual {} after {} sweeps",
+            sim.params.stepper,
+            report.t,
+            report.residual,
+            report.sweeps
+        );
+        visit(sim, &report);
+    }
+}
+
+/// The shipped scenes of 12 bodies or more, with their bodies (fixed ones
+/// included): the tower, the piles and the wall, whose islands of hundreds
+/// to thousands of unknowns take Lemke seconds a step in a debug build, and
+/// the granular scenes (1,000 grains or more, NSGS). Every other shipped
+/// scene has at most 10 bodies (`tests/scenes.rs` checks both).
+pub const LARGE_SCENES: [(&str, usize); 7] = [
+    ("tower.ron", 12),
+    ("pile.ron", 22),
+    ("wall.ron", 41),
+    ("pile_100.ron", 100),
+    ("silo.ron", 1012),
+    ("hourglass.ron", 1016),
+    ("avalanche.ron", 2011),
+];
+
+/// The large scenes with this many bodies or more are the granular ones.
+pub const GRANULAR: usize = 1000;
+
+/// The bodies of `path`'s scene if it is one of [`LARGE_SCENES`].
+pub fn large_scene(path: &std::path::Path) -> Option<usize> {
+    let name = path.file_name().and_then(|n| n.to_str())?;
+    LARGE_SCENES
+        .iter()
+        .find(|(large, _)| *large == name)
+        .map(|&(_, bodies)| bodies)
+}
+
 /// The shipped scene files (`scenes/*.ron`), sorted.
 pub fn shipped_scenes() -> Vec<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let dir = project_dir().join("scenes");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .expect("scenes/")
         .filter_map(|e| e.ok().map(|e| e.path()))

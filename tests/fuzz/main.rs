@@ -15,10 +15,13 @@
 //! hang (a time budget per case), no exit 0 with a non-finite value in the
 //! CSV or the `lcp` lines, and a failed run leaves an earlier CSV alone.
 //!
-//! `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four tests
-//! (default 1000, about ten seconds on two cores);
-//! `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A failing case prints
-//! its seed and keeps its files under the target directory.
+//! The four tests share 1,000 cases (about ten seconds on two cores); the
+//! long suite's `long::*` (ignored, `cargo test --release
+//! --no-default-features -- --ignored`) run the same generators over
+//! 20,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four
+//! tests instead, `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A
+//! failing case prints its seed and keeps its files under the target
+//! directory.
 //!
 //! Built without the viewer only (`cargo test --no-default-features --test
 //! fuzz`): with it, a case without a subcommand would open a window.
@@ -48,10 +51,17 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// This test's cases and their first seed (each test draws from its own
-/// range of seeds, so the four never repeat each other).
-fn budget(test: &str) -> (u64, u64) {
-    let total = env_number("CONTACTLAB_FUZZ_CASES", 1000);
+/// Cases over the four tests of the fast suite.
+const CASES: u64 = 1000;
+
+/// Cases over the four tests of the long suite.
+const LONG_CASES: u64 = 20_000;
+
+/// This test's cases, of `total` over the four unless
+/// `CONTACTLAB_FUZZ_CASES` says otherwise, and their first seed (each test
+/// draws from its own range of seeds, so the four never repeat each other).
+fn budget(test: &str, total: u64) -> (u64, u64) {
+    let total = env_number("CONTACTLAB_FUZZ_CASES", total);
     let seed = env_number("CONTACTLAB_FUZZ_SEED", 1);
     let (index, share) = SHARES
         .iter()
@@ -61,11 +71,13 @@ fn budget(test: &str) -> (u64, u64) {
     ((total * share).div_ceil(100), seed + (index << 40))
 }
 
-/// Runs `cases` cases built by `make` from their seeds; fails with every
-/// broken invariant, each with its seed and where its files are kept.
-fn fuzz(test: &'static str, make: impl Fn(&mut StdRng, u64) -> Case) {
-    let (cases, first) = budget(test);
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{test}"));
+/// Runs this test's share of `total` cases, built by `make` from their
+/// seeds; fails with every broken invariant, each with its seed and where
+/// its files are kept.
+fn fuzz(test: &'static str, total: u64, make: impl Fn(&mut StdRng, u64) -> Case) {
+    let (cases, first) = budget(test, total);
+    // Apart from the other suite's run of the same test, which may run beside it.
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{test}-{total}"));
     let mut failures = Vec::new();
     let (mut ran, mut refused) = (0, 0);
     for seed in first..first + cases {
@@ -203,8 +215,55 @@ fn run_case(kind: &'static str, seed: u64, rng: &mut StdRng, text: Vec<u8>, dt: 
 
 #[test]
 fn scene_mutations() {
+    fuzz_scene_mutations(CASES);
+}
+
+#[test]
+fn random_scenes() {
+    fuzz_random_scenes(CASES);
+}
+
+#[test]
+fn command_lines() {
+    fuzz_command_lines(CASES);
+}
+
+#[test]
+fn dat_files() {
+    fuzz_dat_files(CASES);
+}
+
+/// The same generators over twenty times the cases (a superset of the fast
+/// suite's seeds).
+mod long {
+    #[test]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+    fn scene_mutations() {
+        super::fuzz_scene_mutations(super::LONG_CASES);
+    }
+
+    #[test]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+    fn random_scenes() {
+        super::fuzz_random_scenes(super::LONG_CASES);
+    }
+
+    #[test]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+    fn command_lines() {
+        super::fuzz_command_lines(super::LONG_CASES);
+    }
+
+    #[test]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+    fn dat_files() {
+        super::fuzz_dat_files(super::LONG_CASES);
+    }
+}
+
+fn fuzz_scene_mutations(total: u64) {
     let scenes = shipped_scenes();
-    fuzz("scene_mutations", |rng, seed| {
+    fuzz("scene_mutations", total, |rng, seed| {
         let (_, source) = &scenes[(seed as usize) % scenes.len()];
         let (_, other) = &scenes[rng.random_range(0..scenes.len())];
         let text = mutate::mutate(rng, source, other);
@@ -213,17 +272,15 @@ fn scene_mutations() {
     });
 }
 
-#[test]
-fn random_scenes() {
-    fuzz("random_scenes", |rng, seed| {
+fn fuzz_random_scenes(total: u64) {
+    fuzz("random_scenes", total, |rng, seed| {
         let (text, dt) = generate::scene(rng);
         run_case("random scene", seed, rng, text.into_bytes(), dt)
     });
 }
 
-#[test]
-fn command_lines() {
-    fuzz("command_lines", |rng, seed| {
+fn fuzz_command_lines(total: u64) {
+    fuzz("command_lines", total, |rng, seed| {
         let args = generate::command_line(rng);
         let csv = args
             .iter()
@@ -239,9 +296,8 @@ fn command_lines() {
     });
 }
 
-#[test]
-fn dat_files() {
-    fuzz("dat_files", |rng, seed| {
+fn fuzz_dat_files(total: u64) {
+    fuzz("dat_files", total, |rng, seed| {
         let mut args = vec!["lcp".to_owned()];
         if rng.random_bool(0.2) {
             args.push(format!("--max-size={}", rng.random_range(0..=50)));
