@@ -6,14 +6,15 @@
 
 mod common;
 
-use contactlab::geometry::Shape;
-use contactlab::model::rigid::{
+use contactlab::collision::broad_phase::{
     PARALLEL_BODIES, SweepSpace, candidate_pairs, candidate_pairs_into, world_box,
 };
-use contactlab::model::{BroadPhase, ContactId, Dimension, Margin, Model, Other};
+use contactlab::collision::{self, BroadPhase, Margin, Search};
+use contactlab::geometry::Shape;
+use contactlab::model::{ContactId, Dimension, Model, Other};
 use contactlab::scene;
 use contactlab::sim::Simulation;
-use contactlab::stepper::assembly::Impulses;
+use contactlab::solver::lemke::assembly::Impulses;
 use nalgebra::{DMatrix, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::path::Path;
@@ -136,15 +137,15 @@ fn a_margin_per_body_finds_what_each_pairs_own_margin_finds() {
             _ => margin.body(id.a),
         };
         let mut found = Vec::new();
-        model.gaps_into(
+        collision::find_gaps(
+            model,
             q,
             margin,
             &mut found,
             &mut BroadPhase::default(),
-            1 + round % 2,
+            Search::on(1 + round % 2),
         );
-        let mut expected: Vec<(ContactId, f64)> = model
-            .gaps(q, margin.widest())
+        let mut expected: Vec<(ContactId, f64)> = collision::gaps(model, q, margin.widest())
             .into_iter()
             .filter(|(id, gap)| *gap <= own(id))
             .collect();
@@ -300,7 +301,7 @@ fn a_contact_stores_only_its_bodies_blocks() {
         let mut sizes = Vec::new();
         for n in [2, 10, 40] {
             let scene = row_scene(n, spatial);
-            let contacts = scene.model.contacts(&scene.initial.q, 8, 1e-6);
+            let contacts = contactlab::collision::contacts(&scene.model, &scene.initial.q, 8, 1e-6);
             assert!(!contacts.is_empty());
             for c in &contacts {
                 let bodies = c.jacobian.blocks().len();
@@ -320,7 +321,7 @@ fn the_sparse_delassus_matrix_equals_the_dense_product() {
     for spatial in [true, false] {
         let scene = row_scene(12, spatial);
         let model: &Model = &scene.model;
-        let contacts = model.contacts(&scene.initial.q, 5, 1e-6);
+        let contacts = contactlab::collision::contacts(model, &scene.initial.q, 5, 1e-6);
         let refs: Vec<_> = contacts.iter().collect();
         let dof = model.dof();
         let sparse = Impulses::new(&refs, model.mass_inverse_form(), dof).delassus();
@@ -415,16 +416,24 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
             let moved = model.integrate(q, &v, 0.5 * h);
             let mut shared = BroadPhase::default();
             let mut first = Vec::new();
-            model.gaps_into(q, wide, &mut first, &mut shared, 2);
+            collision::find_gaps(model, q, wide, &mut first, &mut shared, Search::on(2));
             let mut narrow = Vec::new();
-            model.gaps_into(&moved, static_margin, &mut narrow, &mut shared, 2);
+            collision::find_gaps(
+                model,
+                &moved,
+                static_margin,
+                &mut narrow,
+                &mut shared,
+                Search::on(2),
+            );
             let mut fresh = Vec::new();
-            model.gaps_into(
+            collision::find_gaps(
+                model,
                 &moved,
                 static_margin,
                 &mut fresh,
                 &mut BroadPhase::default(),
-                2,
+                Search::on(2),
             );
             let bits = |g: &[(contactlab::model::ContactId, f64)]| {
                 g.iter()
@@ -443,8 +452,22 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
             for k in 2..14 {
                 let along = model.integrate(q, &v, 0.5 * h * k as f64);
                 let margin = if k % 3 == 0 { wide } else { static_margin };
-                model.gaps_into(&along, margin, &mut narrow, &mut shared, 2);
-                model.gaps_into(&along, margin, &mut fresh, &mut BroadPhase::default(), 2);
+                collision::find_gaps(
+                    model,
+                    &along,
+                    margin,
+                    &mut narrow,
+                    &mut shared,
+                    Search::on(2),
+                );
+                collision::find_gaps(
+                    model,
+                    &along,
+                    margin,
+                    &mut fresh,
+                    &mut BroadPhase::default(),
+                    Search::on(2),
+                );
                 assert_eq!(bits(&narrow), bits(&fresh), "case {case}, {k}");
                 along_reused += usize::from(shared.reused);
                 swept += usize::from(!shared.reused);
@@ -453,14 +476,22 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
             let mut far = moved.clone();
             let body = rng.random_range(0..dof / 6);
             far[7 * body] += 10.0;
-            model.gaps_into(&far, static_margin, &mut narrow, &mut shared, 2);
+            collision::find_gaps(
+                model,
+                &far,
+                static_margin,
+                &mut narrow,
+                &mut shared,
+                Search::on(2),
+            );
             assert!(!shared.reused, "case {case}");
-            model.gaps_into(
+            collision::find_gaps(
+                model,
                 &far,
                 static_margin,
                 &mut fresh,
                 &mut BroadPhase::default(),
-                2,
+                Search::on(2),
             );
             assert_eq!(bits(&narrow), bits(&fresh), "case {case}");
         }
@@ -483,9 +514,8 @@ fn a_search_the_last_sweep_covers_finds_what_a_fresh_sweep_finds() {
 /// warm start is forgotten.
 #[test]
 fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
+    use contactlab::solver::{ContactProblem, ContactSolver, Form, SolveBuffers};
     use contactlab::stepper::StepSettings;
-    use contactlab::stepper::solve::{ContactProblem, ContactSolver, SolveBuffers};
-    use contactlab::stepper::warm::Form;
     let mut sim = Simulation::new(scene::generate::pile(22).expect("generated pile"));
     for _ in 0..100 {
         sim.step().expect("the pile steps");
@@ -493,15 +523,14 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
     let model = sim.model();
     let (q, v) = (sim.state.q.clone(), sim.state.v.clone());
     let h = sim.params.dt;
-    let contacts = model.contacts(&q, 8, 0.05 * model.length_scale());
+    let contacts = contactlab::collision::contacts(model, &q, 8, 0.05 * model.length_scale());
     let refs: Vec<&contactlab::model::Contact> = contacts.iter().collect();
-    let islands = contactlab::stepper::solve::islands(&refs);
+    let islands = contactlab::solver::lemke::islands::islands(&refs);
     assert!(islands.len() >= 3, "{} islands", islands.len());
     let mu = vec![0.5; refs.len()];
     let terms: Vec<f64> = refs.iter().map(|c| c.gap.max(0.0) / h).collect();
-    let settings = StepSettings::default();
+    let settings = StepSettings::default().solver_options(&sim.params, None);
     let mut solver = ContactSolver::default();
-    solver.begin_step(&sim.params, &settings);
     let mut buffers = SolveBuffers::default();
     buffers.begin_step(0.0);
     macro_rules! problem {
@@ -520,7 +549,7 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
         };
     }
     // Complementarity of every pair (z, w) within 1e-9 of the scale.
-    let complementary = |s: &contactlab::stepper::solve::ContactSolution| {
+    let complementary = |s: &contactlab::solver::ContactSolution| {
         let scale = s.z.amax().max(s.w.amax()).max(1e-12);
         s.z.iter().zip(s.w.iter()).all(|(z, w)| {
             *z >= -1e-9 * scale && *w >= -1e-9 * scale && (z * w).abs() <= 1e-9 * scale * scale
@@ -632,7 +661,7 @@ fn gap_bits(
 /// unchanged pose.
 #[test]
 fn pairs_found_again_by_pose_give_what_a_search_computes() {
-    use contactlab::model::ContactSet;
+    use contactlab::collision::ContactSet;
     let sim = pile_of_50_landed();
     let mut model = sim.model().clone();
     let mut rng = StdRng::seed_from_u64(23);
@@ -648,21 +677,45 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
     };
     let compare =
         |model: &Model, q: &nalgebra::DVector<f64>, kept: &mut ContactSet, threads, case| {
-            model.contacts_into(q, edges, margin, kept, threads);
+            collision::find_contacts(
+                model,
+                q,
+                edges,
+                margin,
+                kept,
+                Search::on(threads),
+                &mut Vec::new(),
+            );
             let hits = kept.broad.kept.hits();
             let mut fresh = ContactSet::default();
-            model.contacts_into(q, edges, margin, &mut fresh, threads);
+            collision::find_contacts(
+                model,
+                q,
+                edges,
+                margin,
+                &mut fresh,
+                Search::on(threads),
+                &mut Vec::new(),
+            );
             assert!(fresh.len() > 50, "case {case}: {} contacts", fresh.len());
             assert_eq!(described(kept), described(&fresh), "case {case}");
             let (mut gaps, mut fresh_gaps) = (Vec::new(), Vec::new());
-            model.gaps_into(q, margin, &mut gaps, &mut kept.broad, threads);
+            collision::find_gaps(
+                model,
+                q,
+                margin,
+                &mut gaps,
+                &mut kept.broad,
+                Search::on(threads),
+            );
             let hits = hits + kept.broad.kept.hits();
-            model.gaps_into(
+            collision::find_gaps(
+                model,
                 q,
                 margin,
                 &mut fresh_gaps,
                 &mut BroadPhase::default(),
-                threads,
+                Search::on(threads),
             );
             assert_eq!(gap_bits(&gaps), gap_bits(&fresh_gaps), "case {case}");
             hits
@@ -693,16 +746,15 @@ fn pairs_found_again_by_pose_give_what_a_search_computes() {
 }
 
 /// A search that copies the contacts of bodies that kept their poses from
-/// the search before ([`contactlab::model::reuse`]) gives, bit for bit, what
+/// the search before ([`contactlab::collision::reuse`]) gives, bit for bit, what
 /// a full search gives: on the pile of 50 after 100 steps, a third of the
 /// bodies moved at each search and the others held, contacts with their
 /// Jacobians and gaps, on one thread and two, each copied item taken from
 /// the place `sources` names.
 #[test]
 fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
-    use contactlab::model::ContactSet;
-    use contactlab::model::reuse::Reuse;
-    use contactlab::model::rigid::NOT_COPIED;
+    use contactlab::collision::ContactSet;
+    use contactlab::collision::{NOT_COPIED, Reuse};
     let sim = pile_of_50_landed();
     let model = sim.model().clone();
     let mut rng = StdRng::seed_from_u64(29);
@@ -711,8 +763,23 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
     let described = |c: &contactlab::model::Contact| format!("{c:?}");
     let mut q = sim.state.q.clone();
     let (mut last, mut last_gaps) = (ContactSet::default(), Vec::new());
-    model.contacts_into(&q, edges, margin, &mut last, 1);
-    model.gaps_into(&q, margin, &mut last_gaps, &mut BroadPhase::default(), 1);
+    collision::find_contacts(
+        &model,
+        &q,
+        edges,
+        margin,
+        &mut last,
+        Search::on(1),
+        &mut Vec::new(),
+    );
+    collision::find_gaps(
+        &model,
+        &q,
+        margin,
+        &mut last_gaps,
+        &mut BroadPhase::default(),
+        Search::on(1),
+    );
     let (mut copied, mut computed) = (0, 0);
     let mut keep = Vec::new();
     for case in 0..24 {
@@ -728,17 +795,28 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
             keep: &keep,
             previous: last.as_slice(),
         };
-        model.contacts_reusing(
+        collision::find_contacts(
+            &model,
             &next,
             edges,
             margin,
             &mut reused,
-            threads,
-            Some(reuse),
+            Search {
+                threads: threads,
+                reuse: Some(reuse),
+            },
             &mut sources,
         );
         let mut fresh = ContactSet::default();
-        model.contacts_into(&next, edges, margin, &mut fresh, threads);
+        collision::find_contacts(
+            &model,
+            &next,
+            edges,
+            margin,
+            &mut fresh,
+            Search::on(threads),
+            &mut Vec::new(),
+        );
         assert!(fresh.len() > 50, "case {case}: {} contacts", fresh.len());
         assert_eq!(sources.len(), reused.len(), "case {case}");
         assert_eq!(reused.len(), fresh.len(), "case {case}");
@@ -761,14 +839,25 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
             previous: &last_gaps[..],
         };
         let mut broad = BroadPhase::default();
-        model.gaps_reusing(&next, margin, &mut gaps, &mut broad, threads, Some(reuse));
+        collision::find_gaps(
+            &model,
+            &next,
+            margin,
+            &mut gaps,
+            &mut broad,
+            Search {
+                threads: threads,
+                reuse: Some(reuse),
+            },
+        );
         let mut fresh_gaps = Vec::new();
-        model.gaps_into(
+        collision::find_gaps(
+            &model,
             &next,
             margin,
             &mut fresh_gaps,
             &mut BroadPhase::default(),
-            threads,
+            Search::on(threads),
         );
         assert_eq!(gap_bits(&gaps), gap_bits(&fresh_gaps), "case {case}");
         q = next;

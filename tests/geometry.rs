@@ -7,6 +7,32 @@ use nalgebra::{Isometry2, Isometry3, Vector2, Vector3};
 
 const TOL: f64 = 1e-9;
 
+/// The contacts of two shapes in space, as a list.
+fn contacts_3d(
+    a: &Shape,
+    pa: &Isometry3<f64>,
+    b: &Shape,
+    pb: &Isometry3<f64>,
+    margin: f64,
+) -> Vec<PairContact> {
+    let mut out = Vec::new();
+    pair::contacts_3d(a, pa, b, pb, margin, &mut out);
+    out
+}
+
+/// The contacts of two shapes in the plane, as a list.
+fn contacts_2d(
+    a: &Shape,
+    pa: &Isometry2<f64>,
+    b: &Shape,
+    pb: &Isometry2<f64>,
+    margin: f64,
+) -> Vec<PairContact> {
+    let mut out = Vec::new();
+    pair::contacts_2d(a, pa, b, pb, margin, &mut out);
+    out
+}
+
 fn sphere(radius: f64) -> Shape {
     Shape::Sphere { radius }
 }
@@ -89,7 +115,7 @@ fn two_spheres_gap_and_normal_along_centre_line() {
     // Centres 2.5 apart along (0.6, 0.8, 0), radii 1: gap 2.5 − 2 = 0.5.
     let a = iso3([1.5, 2.0, 0.0], [0.3, -0.2, 0.1]);
     let b = iso3([0.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
-    let contacts = pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
+    let contacts = contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
     assert_eq!(contacts.len(), 1, "{contacts:?}");
     let c = &contacts[0];
     let n = Vector3::new(0.6, 0.8, 0.0);
@@ -105,7 +131,7 @@ fn two_spheres_gap_and_normal_along_centre_line() {
     assert_well_formed(&contacts);
 
     // Penetrating: centres 1.5 apart along z, gap −0.5, normal from B to A = −z.
-    let contacts = pair::contacts_3d(
+    let contacts = contacts_3d(
         &sphere(1.0),
         &iso3([0.0, 0.0, -1.5], [0.0; 3]),
         &sphere(1.0),
@@ -151,7 +177,7 @@ fn two_balls_without_the_dispatcher_are_parrys_contact() {
 
         // In space.
         let (a, b) = (iso3(ta, wa), iso3(tb, wb));
-        let ours = pair::contacts_3d(&sphere(ra), &a, &sphere(rb), &b, margin);
+        let ours = contacts_3d(&sphere(ra), &a, &sphere(rb), &b, margin);
         let pose = |iso: &Isometry3<f64>| {
             let (t, q) = (iso.translation.vector, iso.rotation.coords);
             p3::math::Pose::from_parts(
@@ -185,7 +211,7 @@ fn two_balls_without_the_dispatcher_are_parrys_contact() {
 
         // In the plane.
         let (a, b) = (iso2(ta[0], ta[1], wa[2]), iso2(tb[0], tb[1], wb[2]));
-        let ours = pair::contacts_2d(&sphere(ra), &a, &sphere(rb), &b, margin);
+        let ours = contacts_2d(&sphere(ra), &a, &sphere(rb), &b, margin);
         let pose = |iso: &Isometry2<f64>| {
             let t = iso.translation.vector;
             p2::math::Pose::from_parts(
@@ -237,7 +263,7 @@ fn box_resting_on_box_gives_four_touching_corners() {
     let slab = cuboid(2.0, 2.0, 0.5);
     let a = iso3([0.3, -0.2, 1.0], [0.0, 0.0, 0.4]);
     let b = Isometry3::identity();
-    let contacts = pair::contacts_3d(&cuboid(0.5, 0.5, 0.5), &a, &slab, &b, 0.01);
+    let contacts = contacts_3d(&cuboid(0.5, 0.5, 0.5), &a, &slab, &b, 0.01);
     assert_eq!(contacts.len(), 4, "{contacts:?}");
     for corner in bottom_corners(&a) {
         let c = at_point_a(&contacts, &corner);
@@ -248,7 +274,7 @@ fn box_resting_on_box_gives_four_touching_corners() {
     assert_well_formed(&contacts);
 
     // Swapping the roles flips the normal; gaps and points are the same.
-    let swapped = pair::contacts_3d(&slab, &b, &cuboid(0.5, 0.5, 0.5), &a, 0.01);
+    let swapped = contacts_3d(&slab, &b, &cuboid(0.5, 0.5, 0.5), &a, 0.01);
     assert_eq!(swapped.len(), 4, "{swapped:?}");
     for corner in bottom_corners(&a) {
         let c = swapped
@@ -265,7 +291,7 @@ fn box_resting_on_box_gives_four_touching_corners() {
 fn equal_boxes_stacked_exactly_give_four_points_not_eight() {
     let cube = cuboid(0.5, 0.5, 0.5);
     let a = iso3([0.0, 0.0, 1.0], [0.0; 3]);
-    let contacts = pair::contacts_3d(&cube, &a, &cube, &Isometry3::identity(), 0.01);
+    let contacts = contacts_3d(&cube, &a, &cube, &Isometry3::identity(), 0.01);
     assert_eq!(contacts.len(), 4, "{contacts:?}");
     for corner in bottom_corners(&a) {
         let c = at_point_a(&contacts, &corner);
@@ -289,13 +315,13 @@ fn tilted_penetrating_box_gaps_of_lowest_corners() {
     let slab = cuboid(2.0, 2.0, 0.5);
     let b = Isometry3::identity();
 
-    let low = pair::contacts_3d(&cube, &a, &slab, &b, 0.05);
+    let low = contacts_3d(&cube, &a, &slab, &b, 0.05);
     assert_eq!(
         low.len(),
         2,
         "only the two lowest corners within 0.05: {low:?}"
     );
-    let all = pair::contacts_3d(&cube, &a, &slab, &b, 0.2);
+    let all = contacts_3d(&cube, &a, &slab, &b, 0.2);
     assert_eq!(all.len(), 4, "{all:?}");
     for corner in bottom_corners(&a) {
         let local_x = a.inverse_transform_point(&corner.into()).x;
@@ -329,7 +355,7 @@ fn capsule_lying_on_box_touches_at_both_end_caps() {
     let centre = Vector3::new(0.2, -0.3, 0.5 + r - depth);
     for yaw in [0.0, 0.7] {
         let a = Isometry3::new(centre, Vector3::new(0.0, 0.0, yaw));
-        let contacts = pair::contacts_3d(
+        let contacts = contacts_3d(
             &capsule(hl, r),
             &a,
             &cuboid(2.0, 2.0, 0.5),
@@ -362,7 +388,7 @@ fn sphere_beside_capsule_midpoint_and_end_cap() {
 
     // Sphere 1.0 from the axis midpoint along x: gap 1.0 − 0.2 − 0.3 = 0.5.
     let ball_pose = iso3([2.0, 2.0, 3.0], [0.0; 3]);
-    let contacts = pair::contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
+    let contacts = contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
     assert_eq!(contacts.len(), 1, "{contacts:?}");
     let c = &contacts[0];
     assert_close(c.gap, 0.5, TOL, "gap");
@@ -387,7 +413,7 @@ fn sphere_beside_capsule_midpoint_and_end_cap() {
     assert_well_formed(&contacts);
 
     // Same pair, sphere first: the normal flips, the gap does not.
-    let contacts = pair::contacts_3d(&ball, &ball_pose, &cap, &cap_pose, 1.0);
+    let contacts = contacts_3d(&ball, &ball_pose, &cap, &cap_pose, 1.0);
     assert_eq!(contacts.len(), 1);
     assert_close(contacts[0].gap, 0.5, TOL, "gap (swapped)");
     assert_vec_close(&contacts[0].normal, &Vector3::x(), TOL, "normal (swapped)");
@@ -401,7 +427,7 @@ fn sphere_beside_capsule_midpoint_and_end_cap() {
 
     // Beyond the end (1, 3, 3) along the axis by 0.6: gap 0.6 − 0.5 = 0.1.
     let ball_pose = iso3([1.0, 3.6, 3.0], [0.0; 3]);
-    let contacts = pair::contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
+    let contacts = contacts_3d(&cap, &cap_pose, &ball, &ball_pose, 1.0);
     assert_eq!(contacts.len(), 1);
     assert_close(contacts[0].gap, 0.1, TOL, "end-cap gap");
     assert_vec_close(&contacts[0].normal, &-Vector3::y(), TOL, "end-cap normal");
@@ -412,8 +438,8 @@ fn sphere_beside_capsule_midpoint_and_end_cap() {
 fn margin_filter_in_space() {
     let a = iso3([0.0, 0.0, 2.5], [0.0; 3]);
     let b = Isometry3::identity();
-    assert!(pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
-    let within = pair::contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
+    assert!(contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
+    let within = contacts_3d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
     assert_eq!(within.len(), 1);
     assert_close(within[0].gap, 0.5, TOL, "predicted gap");
     assert!(within[0].gap > 0.0);
@@ -422,8 +448,8 @@ fn margin_filter_in_space() {
     let cube = cuboid(0.5, 0.5, 0.5);
     let slab = cuboid(2.0, 2.0, 0.5);
     let a = iso3([0.0, 0.0, 1.03], [0.0; 3]);
-    assert!(pair::contacts_3d(&cube, &a, &slab, &b, 0.02).is_empty());
-    let within = pair::contacts_3d(&cube, &a, &slab, &b, 0.05);
+    assert!(contacts_3d(&cube, &a, &slab, &b, 0.02).is_empty());
+    let within = contacts_3d(&cube, &a, &slab, &b, 0.05);
     assert_eq!(within.len(), 4, "{within:?}");
     for c in &within {
         assert_close(c.gap, 0.03, 1e-9, "hovering gap");
@@ -433,8 +459,8 @@ fn margin_filter_in_space() {
 
     // Capsule hovering 0.03 above the slab.
     let a = iso3([0.0, 0.0, 0.5 + 0.1 + 0.03], [0.0; 3]);
-    assert!(pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.02).is_empty());
-    let within = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.05);
+    assert!(contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.02).is_empty());
+    let within = contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.05);
     assert_eq!(within.len(), 2, "{within:?}");
     for c in &within {
         assert_close(c.gap, 0.03, 1e-9, "hovering capsule gap");
@@ -447,15 +473,15 @@ fn feature_ids_stable_and_distinct_in_space() {
     let slab = cuboid(2.0, 2.0, 0.5);
     let b = Isometry3::identity();
     let a = iso3([0.3, -0.2, 0.999], [0.0, 0.0, 0.4]);
-    let first = pair::contacts_3d(&cube, &a, &slab, &b, 0.01);
-    let second = pair::contacts_3d(&cube, &a, &slab, &b, 0.01);
+    let first = contacts_3d(&cube, &a, &slab, &b, 0.01);
+    let second = contacts_3d(&cube, &a, &slab, &b, 0.01);
     assert_eq!(first, second, "same input, same output");
     assert_eq!(first.len(), 4);
     assert_well_formed(&first);
 
     // The cube slides and sinks a little: same corners on the same face.
     let moved = iso3([0.31, -0.19, 0.998], [0.0, 0.0, 0.41]);
-    let after = pair::contacts_3d(&cube, &moved, &slab, &b, 0.01);
+    let after = contacts_3d(&cube, &moved, &slab, &b, 0.01);
     assert_eq!(sorted_features(&first), sorted_features(&after));
     for c in &first {
         let local = a.inverse_transform_point(&c.point_a.into());
@@ -472,8 +498,8 @@ fn feature_ids_stable_and_distinct_in_space() {
 
     // Capsule on the slab: two distinct, stable ids.
     let a = iso3([0.0, 0.0, 0.599], [0.0; 3]);
-    let c1 = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
-    let c2 = pair::contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
+    let c1 = contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
+    let c2 = contacts_3d(&capsule(0.5, 0.1), &a, &slab, &b, 0.01);
     assert_eq!(c1, c2);
     assert_eq!(c1.len(), 2);
     assert_well_formed(&c1);
@@ -489,7 +515,7 @@ fn feature_ids_stable_and_distinct_in_space() {
 fn running_bond_ids_do_not_flip_under_rounding_level_rotations() {
     let brick = cuboid(0.1, 0.05, 0.05);
     let below = iso3([-0.4523, 0.0, 0.05], [0.0; 3]);
-    let reference = pair::contacts_3d(
+    let reference = contacts_3d(
         &brick,
         &iso3([-0.3518, 0.0, 0.15], [0.0; 3]),
         &brick,
@@ -502,7 +528,7 @@ fn running_bond_ids_do_not_flip_under_rounding_level_rotations() {
     for i in 0..24 {
         let tiny = |k: usize| 1e-15 * ((i * 7 + k * 3) % 5) as f64 - 2e-15;
         let upper = iso3([-0.3518, tiny(1) * 0.1, 0.15], [tiny(2), tiny(3), tiny(4)]);
-        let contacts = pair::contacts_3d(&brick, &upper, &brick, &below, 0.005);
+        let contacts = contacts_3d(&brick, &upper, &brick, &below, 0.005);
         assert_eq!(sorted_features(&contacts), expected, "rotation {i}");
     }
 }
@@ -513,7 +539,7 @@ fn running_bond_ids_do_not_flip_under_rounding_level_rotations() {
 fn two_disks() {
     let a = iso2(1.5, 2.0, 0.3);
     let b = iso2(0.0, 0.0, -1.0);
-    let contacts = pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
+    let contacts = contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 1.0);
     assert_eq!(contacts.len(), 1);
     let c = &contacts[0];
     let n = Vector3::new(0.6, 0.8, 0.0);
@@ -533,7 +559,7 @@ fn box_on_box_in_the_plane_gives_two_points() {
     let square = cuboid(0.5, 0.5, 123.0);
     let slab = cuboid(2.0, 0.5, 0.0);
     let a = iso2(0.3, 1.0, 0.0);
-    let contacts = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.01);
+    let contacts = contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.01);
     assert_eq!(contacts.len(), 2, "{contacts:?}");
     for x in [-0.2, 0.8] {
         let c = at_point_a(&contacts, &Vector3::new(x, 0.5, 0.0));
@@ -545,7 +571,7 @@ fn box_on_box_in_the_plane_gives_two_points() {
 
     // Equal squares stacked exactly.
     let a = iso2(0.0, 1.0, 0.0);
-    let contacts = pair::contacts_2d(&square, &a, &square, &Isometry2::identity(), 0.01);
+    let contacts = contacts_2d(&square, &a, &square, &Isometry2::identity(), 0.01);
     assert_eq!(contacts.len(), 2, "{contacts:?}");
     assert_well_formed(&contacts);
 
@@ -555,7 +581,7 @@ fn box_on_box_in_the_plane_gives_two_points() {
     let d = -0.01;
     let h = 0.5 + 0.5 * (theta.sin() + theta.cos()) + d;
     let a = iso2(0.1, h, theta);
-    let contacts = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.2);
+    let contacts = contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.2);
     assert_eq!(contacts.len(), 2, "{contacts:?}");
     for (lx, expected) in [(-0.5, d), (0.5, d + theta.sin())] {
         let corner = a * nalgebra::Point2::new(lx, -0.5);
@@ -564,7 +590,7 @@ fn box_on_box_in_the_plane_gives_two_points() {
         assert_vec_close(&c.normal, &Vector3::y(), 1e-12, "normal");
     }
     assert_well_formed(&contacts);
-    let low = pair::contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.05);
+    let low = contacts_2d(&square, &a, &slab, &Isometry2::identity(), 0.05);
     assert_eq!(low.len(), 1, "{low:?}");
     assert_close(low[0].gap, d, 1e-9, "lowest corner only");
 }
@@ -578,13 +604,13 @@ fn box_on_box_in_the_plane_gives_two_points() {
 fn stacked_rectangles_keep_their_ids_under_small_tilts() {
     let plank = cuboid(0.2, 0.05, 0.1);
     let below = iso2(0.0, 0.05, 0.0);
-    let reference = pair::contacts_2d(&plank, &iso2(0.0, 0.15, 0.0), &plank, &below, 0.01);
+    let reference = contacts_2d(&plank, &iso2(0.0, 0.15, 0.0), &plank, &below, 0.01);
     assert_eq!(reference.len(), 2, "{reference:?}");
     let expected = sorted_features(&reference);
     for i in -10..=10 {
         let tilt = 1e-6 * i as f64;
         let upper = iso2(1e-9 * i as f64, 0.15 + 0.2 * tilt.abs(), tilt);
-        let contacts = pair::contacts_2d(&plank, &upper, &plank, &below, 0.01);
+        let contacts = contacts_2d(&plank, &upper, &plank, &below, 0.01);
         assert_eq!(sorted_features(&contacts), expected, "tilt {tilt:e}");
     }
 }
@@ -594,7 +620,7 @@ fn capsule_on_box_in_the_plane_gives_two_points() {
     let depth = 0.002;
     let (hl, r) = (0.5, 0.1);
     let a = iso2(0.2, 0.5 + r - depth, 0.0);
-    let contacts = pair::contacts_2d(
+    let contacts = contacts_2d(
         &capsule(hl, r),
         &a,
         &cuboid(2.0, 0.5, 0.5),
@@ -616,7 +642,7 @@ fn disk_beside_capsule_midpoint_in_the_plane() {
     // Capsule axis along world y (turned by π/2), disk 1.0 away along −x.
     let cap_pose = iso2(1.0, 2.0, std::f64::consts::FRAC_PI_2);
     let disk_pose = iso2(0.0, 2.0, 0.0);
-    let contacts = pair::contacts_2d(&sphere(0.3), &disk_pose, &capsule(1.0, 0.2), &cap_pose, 1.0);
+    let contacts = contacts_2d(&sphere(0.3), &disk_pose, &capsule(1.0, 0.2), &cap_pose, 1.0);
     assert_eq!(contacts.len(), 1);
     assert_close(contacts[0].gap, 0.5, TOL, "gap");
     assert_vec_close(
@@ -632,16 +658,16 @@ fn disk_beside_capsule_midpoint_in_the_plane() {
 fn margin_filter_in_the_plane() {
     let b = Isometry2::identity();
     let a = iso2(2.5, 0.0, 0.0);
-    assert!(pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
-    let within = pair::contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
+    assert!(contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.4).is_empty());
+    let within = contacts_2d(&sphere(1.0), &a, &sphere(1.0), &b, 0.6);
     assert_eq!(within.len(), 1);
     assert_close(within[0].gap, 0.5, TOL, "gap");
 
     let square = cuboid(0.5, 0.5, 0.5);
     let slab = cuboid(2.0, 0.5, 0.5);
     let a = iso2(0.0, 1.03, 0.0);
-    assert!(pair::contacts_2d(&square, &a, &slab, &b, 0.02).is_empty());
-    let within = pair::contacts_2d(&square, &a, &slab, &b, 0.05);
+    assert!(contacts_2d(&square, &a, &slab, &b, 0.02).is_empty());
+    let within = contacts_2d(&square, &a, &slab, &b, 0.05);
     assert_eq!(within.len(), 2);
     for c in &within {
         assert_close(c.gap, 0.03, 1e-9, "hovering gap");
@@ -654,14 +680,14 @@ fn feature_ids_stable_and_distinct_in_the_plane() {
     let slab = cuboid(2.0, 0.5, 0.5);
     let b = Isometry2::identity();
     let a = iso2(0.3, 0.999, 0.0);
-    let first = pair::contacts_2d(&square, &a, &slab, &b, 0.01);
-    let second = pair::contacts_2d(&square, &a, &slab, &b, 0.01);
+    let first = contacts_2d(&square, &a, &slab, &b, 0.01);
+    let second = contacts_2d(&square, &a, &slab, &b, 0.01);
     assert_eq!(first, second);
     assert_eq!(first.len(), 2);
     assert_well_formed(&first);
 
     let moved = iso2(0.35, 0.998, 0.001);
-    let after = pair::contacts_2d(&square, &moved, &slab, &b, 0.01);
+    let after = contacts_2d(&square, &moved, &slab, &b, 0.01);
     assert_eq!(after.len(), 2);
     for c in &first {
         let local = a.inverse_transform_point(&nalgebra::Point2::new(c.point_a.x, c.point_a.y));
@@ -682,7 +708,7 @@ fn feature_ids_stable_and_distinct_in_the_plane() {
     let mut ids = Vec::new();
     for k in 0..4 {
         let angle = k as f64 * std::f64::consts::FRAC_PI_2;
-        let contacts = pair::contacts_2d(&square, &iso2(0.0, 0.999, angle), &slab, &b, 0.01);
+        let contacts = contacts_2d(&square, &iso2(0.0, 0.999, angle), &slab, &b, 0.01);
         assert_eq!(contacts.len(), 2);
         assert_well_formed(&contacts);
         ids.extend(contacts.iter().map(|c| c.feature));
@@ -694,8 +720,8 @@ fn feature_ids_stable_and_distinct_in_the_plane() {
 
     let cap = capsule(0.5, 0.1);
     let a = iso2(0.0, 0.599, 0.0);
-    let c1 = pair::contacts_2d(&cap, &a, &slab, &b, 0.01);
-    assert_eq!(c1, pair::contacts_2d(&cap, &a, &slab, &b, 0.01));
+    let c1 = contacts_2d(&cap, &a, &slab, &b, 0.01);
+    assert_eq!(c1, contacts_2d(&cap, &a, &slab, &b, 0.01));
     assert_eq!(c1.len(), 2);
     assert_well_formed(&c1);
 }
@@ -741,7 +767,7 @@ fn random_pairs_are_well_formed_and_within_margin() {
         let mut v = || Vector3::new(g.range(-1.5, 1.5), g.range(-1.5, 1.5), g.range(-1.5, 1.5));
         let (ta, ra, tb, rb) = (v(), v(), v(), v());
         let (a, b) = (Isometry3::new(ta, ra), Isometry3::new(tb, rb));
-        let contacts = pair::contacts_3d(&sa, &a, &sb, &b, margin);
+        let contacts = contacts_3d(&sa, &a, &sb, &b, margin);
         counts[contacts.len().min(4)] += 1;
         for c in &contacts {
             assert!(c.gap <= margin, "{c:?} beyond margin {margin}");
@@ -749,13 +775,13 @@ fn random_pairs_are_well_formed_and_within_margin() {
             worst_residual = worst_residual.max(r);
         }
         assert_well_formed(&contacts);
-        assert_eq!(contacts, pair::contacts_3d(&sa, &a, &sb, &b, margin));
+        assert_eq!(contacts, contacts_3d(&sa, &a, &sb, &b, margin));
 
         let (a2, b2) = (
             Isometry2::new(ta.xy(), ra.z * 3.0),
             Isometry2::new(tb.xy(), rb.z * 3.0),
         );
-        let contacts = pair::contacts_2d(&sa, &a2, &sb, &b2, margin);
+        let contacts = contacts_2d(&sa, &a2, &sb, &b2, margin);
         assert!(contacts.len() <= 2, "{contacts:?}");
         for c in &contacts {
             assert!(c.gap <= margin);
@@ -783,15 +809,15 @@ fn degenerate_input_gives_no_contacts_and_no_panic() {
         cuboid(-0.5, 0.5, 0.5),
     ];
     for bad in &bad_shapes {
-        assert!(pair::contacts_3d(bad, &id3, &sphere(1.0), &id3, 0.1).is_empty());
-        assert!(pair::contacts_3d(&cuboid(1.0, 1.0, 1.0), &id3, bad, &id3, 0.1).is_empty());
-        assert!(pair::contacts_2d(bad, &id2, &sphere(1.0), &id2, 0.1).is_empty());
+        assert!(contacts_3d(bad, &id3, &sphere(1.0), &id3, 0.1).is_empty());
+        assert!(contacts_3d(&cuboid(1.0, 1.0, 1.0), &id3, bad, &id3, 0.1).is_empty());
+        assert!(contacts_2d(bad, &id2, &sphere(1.0), &id2, 0.1).is_empty());
     }
     let nan_pose = iso3([f64::NAN, 0.0, 0.0], [0.0; 3]);
-    assert!(pair::contacts_3d(&sphere(1.0), &nan_pose, &sphere(1.0), &id3, 0.1).is_empty());
-    assert!(pair::contacts_3d(&sphere(1.0), &id3, &sphere(1.0), &id3, f64::NAN).is_empty());
+    assert!(contacts_3d(&sphere(1.0), &nan_pose, &sphere(1.0), &id3, 0.1).is_empty());
+    assert!(contacts_3d(&sphere(1.0), &id3, &sphere(1.0), &id3, f64::NAN).is_empty());
     let nan_pose2 = iso2(0.0, f64::INFINITY, 0.0);
-    assert!(pair::contacts_2d(&sphere(1.0), &nan_pose2, &sphere(1.0), &id2, 0.1).is_empty());
+    assert!(contacts_2d(&sphere(1.0), &nan_pose2, &sphere(1.0), &id2, 0.1).is_empty());
 
     // Zero sizes, coincident centres, infinite and negative margins: no panic.
     let shapes = [
@@ -812,7 +838,7 @@ fn degenerate_input_gives_no_contacts_and_no_panic() {
                     (iso3([0.0, 0.0, 0.3], [0.0, 0.2, 0.0]), id3),
                     (iso3([0.0, 0.0, 5.0], [0.0; 3]), id3),
                 ] {
-                    let contacts = pair::contacts_3d(sa, &a, sb, &b, margin);
+                    let contacts = contacts_3d(sa, &a, sb, &b, margin);
                     for c in &contacts {
                         assert!(c.gap <= margin && c.normal.iter().all(|x| x.is_finite()));
                     }
@@ -820,7 +846,7 @@ fn degenerate_input_gives_no_contacts_and_no_panic() {
                         Isometry2::new(a.translation.vector.xy(), 0.2),
                         Isometry2::identity(),
                     );
-                    let contacts = pair::contacts_2d(sa, &a2, sb, &b2, margin);
+                    let contacts = contacts_2d(sa, &a2, sb, &b2, margin);
                     for c in &contacts {
                         assert!(c.gap <= margin && c.normal.iter().all(|x| x.is_finite()));
                     }
@@ -841,7 +867,7 @@ fn capsules_side_by_side_touch_at_both_ends_of_their_overlap() {
     let theta: f64 = 1e-3;
     let (cx, cy) = (0.3, 0.201);
     let b = iso3([cx, cy, 0.0], [0.0, 0.0, theta]);
-    let contacts = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.01);
+    let contacts = contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.01);
     assert_eq!(contacts.len(), 2, "{contacts:?}");
     assert_well_formed(&contacts);
     // B's end 0 over A's core: its height above A's axis, less the radii.
@@ -862,7 +888,7 @@ fn capsules_side_by_side_touch_at_both_ends_of_their_overlap() {
     for i in 0..24 {
         let tiny = |k: usize| 1e-15 * ((i * 7 + k * 3) % 5) as f64 - 2e-15;
         let turned = iso3([cx, cy, tiny(1)], [tiny(2), tiny(3), theta + tiny(4)]);
-        let again = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &turned, 0.01);
+        let again = contacts_3d(&cap, &Isometry3::identity(), &cap, &turned, 0.01);
         assert_eq!(sorted_features(&again), expected, "rotation {i}");
     }
 }
@@ -872,7 +898,7 @@ fn capsules_side_by_side_touch_at_both_ends_of_their_overlap() {
 fn crossed_capsules_touch_at_one_point() {
     let cap = capsule(0.5, 0.1);
     let b = iso3([0.1, 0.0, 0.25], [0.0, 0.0, std::f64::consts::FRAC_PI_2]);
-    let contacts = pair::contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.1);
+    let contacts = contacts_3d(&cap, &Isometry3::identity(), &cap, &b, 0.1);
     assert_eq!(contacts.len(), 1, "{contacts:?}");
     assert_close(contacts[0].gap, 0.05, 1e-12, "gap");
     assert_vec_close(&contacts[0].normal, &-Vector3::z(), 1e-12, "normal");
@@ -920,7 +946,7 @@ fn capsule_across_a_box_edge_is_measured_by_its_core() {
         (shape, cuboid_pose, capsule(hl, r), capsule_pose, -1.0),
         (capsule(hl, r), capsule_pose, shape, cuboid_pose, 1.0),
     ] {
-        let contacts = pair::contacts_3d(&a, &pose_a, &b, &pose_b, 0.01);
+        let contacts = contacts_3d(&a, &pose_a, &b, &pose_b, 0.01);
         assert_eq!(contacts.len(), 2, "{contacts:?}");
         for c in &contacts {
             // From the box towards the capsule.
@@ -966,7 +992,7 @@ fn capsule_box_ids_do_not_flip_under_rounding_level_rotations() {
             [0.02 + tiny[0], -0.07 + tiny[1], 0.9 + tiny[2]],
         )
     };
-    let reference = pair::contacts_3d(&capsule(hl, r), &place([0.0; 3]), &below, &below_pose, 0.01);
+    let reference = contacts_3d(&capsule(hl, r), &place([0.0; 3]), &below, &below_pose, 0.01);
     assert_eq!(reference.len(), 2, "{reference:?}");
     assert_well_formed(&reference);
     let expected = sorted_features(&reference);
@@ -986,7 +1012,7 @@ fn capsule_box_ids_do_not_flip_under_rounding_level_rotations() {
                 place([tiny(1), tiny(2), tiny(3)]),
             ),
         ] {
-            let contacts = pair::contacts_3d(&a, &pose_a, &b, &pose_b, 0.01);
+            let contacts = contacts_3d(&a, &pose_a, &b, &pose_b, 0.01);
             let mut features: Vec<u32> = contacts
                 .iter()
                 .map(|c| c.feature)

@@ -210,7 +210,7 @@ fn woodpecker_scene_is_table_one() {
         assert!((h[i] - expected_h[i]).abs() < 1e-12, "h[{i}] = {}", h[i]);
     }
     // Gaps (15) and ε_N1 = 0.5, ε_N2,3 = 0, ε_T = 0.
-    let contacts = scene.model.contacts(&q, 0, f64::INFINITY);
+    let contacts = contactlab::collision::contacts(&scene.model, &q, 0, f64::INFINITY);
     let gaps: Vec<f64> = contacts.iter().map(|c| c.gap).collect();
     let expected_gaps = [
         (0.010 + 0.015 - 0.0201 - 0.0025) - 0.02 * q[2],
@@ -450,7 +450,7 @@ fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution
     // there: a_n = A + B N with A = nᵀM⁻¹k < 0 (ω = 0) and, for friction
     // opposing the slide, B = nᵀM⁻¹(n − μ sgn(tᵀv) t) < 0: no N ≥ 0 gives
     // a_n ≥ 0.
-    let contacts = model.contacts(&sim.state.q, 2, 1e-9);
+    let contacts = contactlab::collision::contacts(&model, &sim.state.q, 2, 1e-9);
     let end = contacts
         .iter()
         .find(|c| c.id.feature == 0)
@@ -471,7 +471,7 @@ fn painleve_rod_stops_sliding_by_an_impulse_where_accelerations_have_no_solution
     );
 
     let sliding = |sim: &Simulation| {
-        let c = sim.model().contacts(&sim.state.q, 2, f64::INFINITY);
+        let c = contactlab::collision::contacts(sim.model(), &sim.state.q, 2, f64::INFINITY);
         let end = c.iter().find(|c| c.id.feature == 0).expect("end");
         end.jacobian.dot(1, &sim.state.v).abs()
     };
@@ -531,7 +531,8 @@ fn assert_impacts_dissipate(sim: &mut Simulation, duration: f64) -> usize {
         if let [contact] = pressed[..]
             && !pressed_before.contains(&contact.id)
         {
-            let before = sim.model().contacts(&start.q, edges, f64::INFINITY);
+            let before =
+                contactlab::collision::contacts(sim.model(), &start.q, edges, f64::INFINITY);
             let approach = before
                 .iter()
                 .find(|c| c.id == contact.id)

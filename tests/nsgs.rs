@@ -4,9 +4,10 @@
 
 mod common;
 
+use contactlab::cli::Overrides;
 use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions};
 use contactlab::model::{ContactFrame, Model};
-use contactlab::params::{FrictionCone, Overrides, SolverKind, StepperKind};
+use contactlab::params::{FrictionCone, SolverKind, StepperKind};
 use contactlab::scene::Scene;
 use contactlab::sim::Simulation;
 use contactlab::stepper::{ContactReport, ContactState, StepReport};
@@ -520,7 +521,7 @@ fn the_sweep_limit_is_reported_with_its_own_status() {
 #[test]
 fn the_solver_flags_are_checked() {
     let scene = common::load_scene("four_balls.ron");
-    let with = |o: Overrides| scene.params.with_overrides(&scene.model, &o);
+    let with = |o: Overrides| o.apply(&scene.params, &scene.model.features());
     let p = with(Overrides {
         solver: Some("nsgs".into()),
         tolerance: Some(1e-6),

@@ -346,7 +346,7 @@ fn a_start_gap_is_read_where_the_contact_is() {
 }
 
 /// A Stewart–Trinkle solve's islands computed on two threads
-/// (`stepper::solve::island`) give the bits of one thread: `pile_100.ron`
+/// (`solver::lemke::island`) give the bits of one thread: `pile_100.ron`
 /// landing (t = 0.3–0.4 s), where solves have several islands to compute
 /// and hundreds of unknowns (asserted), stepped on one thread and on two.
 #[test]

@@ -19,7 +19,7 @@
 use contactlab::lcp::{self, Lcp, LcpStatus, LemkeOptions, Principal};
 use contactlab::model::{Contact, MassInverse, Model};
 use contactlab::scene;
-use contactlab::stepper::contact_lcp::ContactLcp;
+use contactlab::solver::lemke::operator::ContactLcp;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -136,7 +136,8 @@ impl Drawn {
     /// `None` when the case has no contacts.
     fn draw(rng: &mut StdRng, most: usize) -> Option<Self> {
         let case = case(rng);
-        let mut contacts = case.model.contacts(&case.q_config, case.edges, 0.03);
+        let mut contacts =
+            contactlab::collision::contacts(&case.model, &case.q_config, case.edges, 0.03);
         contacts.truncate(rng.random_range(1..=most));
         if contacts.is_empty() {
             return None;

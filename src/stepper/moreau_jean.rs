@@ -466,7 +466,7 @@ mod tests {
                 .filter(|(j, _)| solution.active.as_ref().is_none_or(|a| a[*j]))
                 .map(|(_, c)| c.id)
                 .collect();
-            for c in model.contacts(&q_mid, params.friction_edges(), 0.02) {
+            for c in crate::collision::contacts(model, &q_mid, params.friction_edges(), 0.02) {
                 if in_set.contains(&c.id) {
                     joined += usize::from(c.gap > 0.0);
                     continue;

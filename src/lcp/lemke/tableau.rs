@@ -393,7 +393,14 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
                 break;
             }
             let y = &self.lex_columns[column].0;
-            min_ties_into(self.pivot_tolerance, &ties, |i| y[i], a, &mut ratios, &mut next);
+            min_ties_into(
+                self.pivot_tolerance,
+                &ties,
+                |i| y[i],
+                a,
+                &mut ratios,
+                &mut next,
+            );
             std::mem::swap(&mut ties, &mut next);
             column += 1;
         }
@@ -403,7 +410,10 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         // Rows of B⁻¹ only for the tied rows, found by their row index in
         // O(1): a test can run through all n columns with n rows tied
         // (Murty's problem), and a search among the rows made it O(n³).
-        let kept: Vec<&[f64]> = ties.iter().filter_map(|&i| self.factor.row_ref(i)).collect();
+        let kept: Vec<&[f64]> = ties
+            .iter()
+            .filter_map(|&i| self.factor.row_ref(i))
+            .collect();
         let computed = if kept.len() == ties.len() {
             Vec::new()
         } else {
@@ -440,7 +450,14 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             }
             column = next_column;
             let numerator = |i: usize| row_of(i)[column];
-            min_ties_into(self.pivot_tolerance, &ties, numerator, a, &mut ratios, &mut next);
+            min_ties_into(
+                self.pivot_tolerance,
+                &ties,
+                numerator,
+                a,
+                &mut ratios,
+                &mut next,
+            );
             std::mem::swap(&mut ties, &mut next);
             column += 1;
         }
@@ -656,7 +673,14 @@ pub(super) fn min_ties(
     a: &[f64],
 ) -> Vec<usize> {
     let mut out = Vec::new();
-    min_ties_into(tolerance, candidates, numerator, a, &mut Vec::new(), &mut out);
+    min_ties_into(
+        tolerance,
+        candidates,
+        numerator,
+        a,
+        &mut Vec::new(),
+        &mut out,
+    );
     out
 }
 
