@@ -56,7 +56,7 @@ fn an_overflowing_state_names_the_value_and_keeps_the_last_state() {
     panic!("x'' = 1e12 x did not overflow in 100 steps of 0.01 s");
 }
 
-/// The solver's own reason no longer blames an explicit scheme for every
+/// The solver's own reason does not blame an explicit scheme for a
 /// numerical failure (the simulation says so only when it is the cause).
 #[test]
 fn the_lcp_reasons_say_only_what_the_solver_knows() {
@@ -96,9 +96,9 @@ fn a_failed_solve_names_its_step_stepper_and_cause() {
 /// Stewart–Trinkle with Lemke promises no end gap below −1e-6 m
 /// (`StepReport::gap_bound`); its fixed-point iterations (§3.6) reach it on
 /// every shipped scene at its own h, but not on `pile.ron` at h = 0.03 s,
-/// where a box lands on a sphere from a step of 3 cm: that step ended
-/// 1.7 mm deep and was reported solved (the end-point cuts now hold it; the
-/// step after, two spheres, ends 2.4 mm deep). With the step's halving turned off
+/// where a box lands on a sphere from a step of 3 cm (the end-point cuts
+/// hold that step) and the step after, two spheres, ends 2.4 mm deep. With
+/// the step's halving turned off
 /// (`split_depth` 0) it is reported, as not taken: the state is kept, the
 /// message names the bodies, the depth, the bound and the remedy, and every
 /// step taken before ended within the bound.

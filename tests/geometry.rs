@@ -975,11 +975,8 @@ fn capsule_across_a_box_edge_is_measured_by_its_core() {
 
 /// Capsule–box points are named by where they lie (an end cap or the core,
 /// and the box's corner, edge or face), so a resting capsule keeps its ids
-/// under rounding-level turns. With parry's names three to five capsule–box
-/// pairs of the settled `pile_100.ron` were renamed every step (and the GJK
-/// pair, named 0, stood in for a clipped point at the same place in every
-/// other step), so the warm start could not map them: 30–60 pivots a step
-/// where 2–12 sufficed.
+/// under rounding-level turns and the warm start can map them (parry's
+/// names change every step on the settled `pile_100.ron`).
 #[test]
 fn capsule_box_ids_do_not_flip_under_rounding_level_rotations() {
     let (hl, r) = (0.06, 0.045);

@@ -320,12 +320,9 @@ fn end_point_cuts_hold_a_box_landing_on_a_sphere() {
 
 /// The generated pile of 150 at t = 0.975 s: a capsule lies across a box's
 /// top edge (`geometry::pair`, `capsule_across_a_box_edge_is_measured_by_its_core`
-/// in `tests/geometry.rs`). With parry's points, measured along an axis that
-/// switched between poses, one end's room was taken as 4.9e-5 m where it was
-/// 1.7e-6, and every iterate ended 46 µm deep, at h and at every halving
-/// down to h/8. Measured at the capsule's core, the step is taken whole
-/// within the bound without the cuts or the halving, and the energy does
-/// not rise.
+/// in `tests/geometry.rs`). Measured at the capsule's core, not along an
+/// axis that switches between poses, the step is taken whole within the
+/// bound without the cuts or the halving, and the energy does not rise.
 #[test]
 fn a_capsule_across_a_box_edge_is_held_in_one_step() {
     let mut sim = from_snapshot(150, "pile_150-capsule-across-box.ron");
@@ -334,11 +331,10 @@ fn a_capsule_across_a_box_edge_is_held_in_one_step() {
 
 /// A contact's gap at the start of the step is read where the contact is
 /// (`stewart_trinkle::StartGaps`): the generated pile of 120 at t = 0.96 s,
-/// two boxes face to face with the face's far end 0.65 mm open. A point
-/// that the start of the step did not show took the far end's gap as its
-/// own and ended 64 µm deep after every fixed-point iteration, at h and at
-/// every halving; read in place, the step is taken whole within the bound
-/// without the cuts or the halving, and the energy does not rise.
+/// two boxes face to face with the face's far end 0.65 mm open. Read in
+/// place (not the far end's gap for a point the start of the step did not
+/// show), the step is taken whole within the bound without the cuts or the
+/// halving, and the energy does not rise.
 #[test]
 fn a_start_gap_is_read_where_the_contact_is() {
     let mut sim = from_snapshot(120, "pile_120-boxes-face-to-face.ron");
