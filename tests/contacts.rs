@@ -802,7 +802,7 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
             margin,
             &mut reused,
             Search {
-                threads: threads,
+                threads,
                 reuse: Some(reuse),
             },
             &mut sources,
@@ -846,7 +846,7 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
             &mut gaps,
             &mut broad,
             Search {
-                threads: threads,
+                threads,
                 reuse: Some(reuse),
             },
         );

@@ -84,7 +84,6 @@ impl ContactSolver {
             impulses,
             levels,
             dense_level,
-            ..Self::default()
         }
     }
 

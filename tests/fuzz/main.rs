@@ -18,7 +18,7 @@
 //! The four tests share 1,000 cases (about ten seconds on two cores); the
 //! long suite's `long::*` (ignored, `cargo test --release
 //! --no-default-features -- --ignored`) run the same generators over
-//! 20,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four
+//! 5,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four
 //! tests instead, `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A
 //! failing case prints its seed and keeps its files under the target
 //! directory.
@@ -55,7 +55,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 const CASES: u64 = 1000;
 
 /// Cases over the four tests of the long suite.
-const LONG_CASES: u64 = 20_000;
+const LONG_CASES: u64 = 5_000;
 
 /// This test's cases, of `total` over the four unless
 /// `CONTACTLAB_FUZZ_CASES` says otherwise, and their first seed (each test

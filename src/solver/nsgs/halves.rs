@@ -192,6 +192,25 @@ pub(super) fn weighted_median(keys: &mut [(f64, usize)]) -> f64 {
     0.0
 }
 
+/// The bodies' velocity count (6 in space, 3 in the plane) when `contacts`
+/// are many enough to be split ([`SPLIT_MIN`]) and every block of theirs is
+/// one body's, on the bodies' grid; 0 otherwise (then the solve works on
+/// the velocity as it is).
+pub(super) fn padded_block(contacts: &[&crate::model::Contact], planar: bool) -> usize {
+    let n = if planar { 3 } else { 6 };
+    let on_grid = contacts.iter().all(|c| {
+        c.jacobian
+            .blocks()
+            .iter()
+            .all(|b| b.len == n && b.start % n == 0)
+    });
+    if contacts.len() >= SPLIT_MIN && on_grid {
+        n
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::weighted_median;
@@ -228,24 +247,5 @@ mod tests {
             assert_eq!(Some(weighted_median(&mut work)), expected, "{keys:?}");
         }
         assert_eq!(weighted_median(&mut []), 0.0);
-    }
-}
-
-/// The bodies' velocity count (6 in space, 3 in the plane) when `contacts`
-/// are many enough to be split ([`SPLIT_MIN`]) and every block of theirs is
-/// one body's, on the bodies' grid; 0 otherwise (then the solve works on
-/// the velocity as it is).
-pub(super) fn padded_block(contacts: &[&crate::model::Contact], planar: bool) -> usize {
-    let n = if planar { 3 } else { 6 };
-    let on_grid = contacts.iter().all(|c| {
-        c.jacobian
-            .blocks()
-            .iter()
-            .all(|b| b.len == n && b.start % n == 0)
-    });
-    if contacts.len() >= SPLIT_MIN && on_grid {
-        n
-    } else {
-        0
     }
 }
