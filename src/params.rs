@@ -226,6 +226,14 @@ pub struct Params {
     /// only). Planar contacts always use the two-direction law ±t.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub friction_cone: Option<FrictionCone>,
+    /// NSGS: a solve that reaches the sweep limit fails the step instead of
+    /// going on with its best iterate.
+    #[serde(skip_serializing_if = "is_false")]
+    pub strict: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for Params {
@@ -249,6 +257,7 @@ impl Default for Params {
             tolerance: 1e-4,
             max_iterations: 1000,
             friction_cone: None,
+            strict: false,
         }
     }
 }

@@ -204,7 +204,7 @@ impl Simulation {
             self.stepper
                 .step_reusing(&self.scene.model, &self.params, &mut self.state, reports);
         self.failure = None;
-        if report.status != LcpStatus::Solved {
+        if !report.status.advances() {
             self.failure = Some(StepFailure::Lcp);
         } else if let Some(what) = first_not_finite(self.model(), &self.state, &report) {
             // Every LCP was solvable but the state overflowed (a force taken
@@ -268,7 +268,7 @@ impl Simulation {
             let attempt =
                 self.stepper
                     .step_reusing(&self.scene.model, &half, &mut self.state, Vec::new());
-            if attempt.status != LcpStatus::Solved
+            if !attempt.status.advances()
                 || first_not_finite(self.model(), &self.state, &attempt).is_some()
             {
                 return None;

@@ -27,6 +27,61 @@ fn one_line_refusal(out: &std::process::Output, needle: &str) -> String {
     err
 }
 
+/// A step whose NSGS solve reaches the sweep limit goes on with its best
+/// iterate; the run ends with a line that counts such steps, and `--strict`
+/// stops at the first.
+#[test]
+fn the_sweep_limit_is_counted_or_under_strict_fails() {
+    let dir = temp_dir("sweeps");
+    let csv = dir.join("stack.csv");
+    let args = |strict: bool| {
+        let mut a = vec![
+            "run",
+            "scenes/box_stack.ron",
+            "--duration",
+            "0.05",
+            "--solver",
+            "nsgs",
+            "--tolerance",
+            "1e-12",
+            "--max-iterations",
+            "5",
+            "--csv",
+            csv.to_str().expect("utf-8"),
+        ];
+        if strict {
+            a.push("--strict");
+        }
+        contactlab(&a)
+    };
+    let out = args(false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("nsgs: 10 of 10 steps reached the sweep limit"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&csv).expect("csv written");
+    let header: Vec<&str> = text.lines().next().expect("header").split(',').collect();
+    let at = header
+        .iter()
+        .position(|&c| c == "residual")
+        .expect("residual column");
+    for row in text.lines().skip(2) {
+        let residual: f64 = row
+            .split(',')
+            .nth(at)
+            .expect("column")
+            .parse()
+            .expect("number");
+        assert!(residual > 1e-12 && residual <= 0.1, "{row}");
+    }
+    let strict = args(true);
+    assert!(!strict.status.success());
+    let err = String::from_utf8_lossy(&strict.stderr);
+    assert!(err.contains("SweepLimit"), "{err}");
+}
+
 #[test]
 fn run_writes_the_documented_csv() {
     let dir = temp_dir("run");
@@ -50,7 +105,7 @@ fn run_writes_the_documented_csv() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "t,rod.x,rod.y,rod.theta,rod.vx,rod.vy,rod.omega,kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap"
+        "t,rod.x,rod.y,rod.theta,rod.vx,rod.vy,rod.omega,kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual"
     );
     // t = 0 and every 10th of the 40 steps.
     assert_eq!(lines.len(), 1 + 1 + 4);

@@ -2,7 +2,8 @@
 //! `B.x,B.y,B.theta,B.vx,B.vy,B.omega`; per spatial body
 //! `B.x,B.y,B.z,B.qw,B.qx,B.qy,B.qz,B.vx,B.vy,B.vz,B.wx,B.wy,B.wz` (ω in world
 //! axes); per coordinate C of a linear system `C,C.dot`; then
-//! `kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap`.
+//! `kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual`
+//! (`residual`: the contact solve's own residual, relative; NSGS's ρ).
 
 use crate::model::rigid::{position_size, velocity_size};
 use crate::model::{Dimension, Model, State};
@@ -39,6 +40,7 @@ pub fn csv_header(model: &Model) -> String {
             "lcp_size",
             "lcp_pivots",
             "min_gap",
+            "residual",
         ]
         .map(String::from),
     );
@@ -80,13 +82,19 @@ pub fn csv_row(
         }
     }
     let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-    let (active, size, pivots, min_gap) = match report {
-        Some(r) => (r.active_contacts(), r.lcp_size, r.pivots, r.min_gap),
+    let (active, size, pivots, min_gap, residual) = match report {
+        Some(r) => (
+            r.active_contacts(),
+            r.lcp_size,
+            r.pivots,
+            r.min_gap,
+            r.residual,
+        ),
         None => {
             let near =
                 crate::collision::contacts(model, &state.q, params.edges, model.length_scale());
             let gap = near.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
-            (0, 0, 0, gap)
+            (0, 0, 0, gap, 0.0)
         }
     };
     let mut out: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
@@ -96,5 +104,6 @@ pub fn csv_row(
     out.push(size.to_string());
     out.push(pivots.to_string());
     out.push(format!("{min_gap}"));
+    out.push(format!("{residual}"));
     out.join(",")
 }

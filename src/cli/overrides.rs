@@ -47,6 +47,10 @@ pub struct Overrides {
     /// NSGS: sweep limit of one solve.
     #[arg(long, allow_hyphen_values = true)]
     pub max_iterations: Option<usize>,
+    /// NSGS: a solve that reaches the sweep limit stops the run, instead of
+    /// the step going on with its best iterate.
+    #[arg(long)]
+    pub strict: bool,
     /// NSGS's friction law in space (circular, pyramid); default circular.
     #[arg(long = "cone")]
     pub friction_cone: Option<String>,
@@ -144,6 +148,7 @@ impl Overrides {
         for (field, given) in [
             ("tolerance", o.tolerance.is_some()),
             ("max_iterations", o.max_iterations.is_some()),
+            ("strict", o.strict),
         ] {
             if given && p.solver != SolverKind::Nsgs {
                 return Err(ParamError::new(
@@ -162,6 +167,7 @@ impl Overrides {
         if let Some(n) = o.max_iterations {
             p.max_iterations = n;
         }
+        p.strict |= o.strict;
         p.validate(model)?;
         Ok(p)
     }

@@ -73,15 +73,52 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Err(e) = written {
         return Err(format!("--csv: {e}; {}", out.keep_partial()));
     }
+    let mut unconverged = Unconverged::default();
     for step in 1..=total {
         if let Err(cause) = take_step(&mut sim, args, step, total, &mut out) {
             drop(progress);
             return Err(format!("{cause}; {}", out.keep_partial()));
         }
+        unconverged.count(sim.last.as_ref());
         progress.set(step);
     }
     drop(progress);
-    out.commit()
+    out.commit()?;
+    if sim.params.solver == SolverKind::Nsgs {
+        eprintln!("{}", unconverged.line(total, sim.params.tolerance));
+    }
+    Ok(())
+}
+
+/// The steps whose NSGS solve reached its sweep limit and went on with its
+/// best iterate ([`LcpStatus::Unconverged`]), and their largest residual.
+#[derive(Default)]
+struct Unconverged {
+    steps: usize,
+    largest: f64,
+}
+
+impl Unconverged {
+    fn count(&mut self, report: Option<&crate::stepper::StepReport>) {
+        if let Some(r) = report
+            && r.status == LcpStatus::Unconverged
+        {
+            self.steps += 1;
+            self.largest = self.largest.max(r.residual);
+        }
+    }
+
+    fn line(&self, total: u64, tolerance: f64) -> String {
+        if self.steps == 0 {
+            format!("nsgs: every one of {total} steps reached its tolerance {tolerance:e}")
+        } else {
+            format!(
+                "nsgs: {} of {total} steps reached the sweep limit and went on with their best \
+                 iterate, residual up to {:.2e} (tolerance {tolerance:e}; --strict stops at the first)",
+                self.steps, self.largest
+            )
+        }
+    }
 }
 
 /// One step of the run: stepped, dumped, checked and written. `Err` is the
@@ -135,7 +172,7 @@ fn take_step(
             None => {}
         }
     }
-    if status != LcpStatus::Solved {
+    if !status.advances() {
         return Err(sim
             .failure_message()
             .unwrap_or_else(|| format!("{}: LCP {status}: {}", at(sim), status.reason())));

@@ -336,6 +336,11 @@ pub enum LcpStatus {
     /// An iterative solver (NSGS) reached its sweep
     /// limit before its residual fell below the tolerance.
     SweepLimit,
+    /// NSGS reached its sweep limit and the step went on with its best
+    /// iterate (the smallest residual seen, below
+    /// [`crate::solver::nsgs::ACCEPTED_RESIDUAL`]); the report's residual is
+    /// that iterate's.
+    Unconverged,
 }
 
 impl LcpStatus {
@@ -347,7 +352,14 @@ impl LcpStatus {
             Self::MaxPivots => "MaxPivots",
             Self::NumericalFailure => "NumericalFailure",
             Self::SweepLimit => "SweepLimit",
+            Self::Unconverged => "Unconverged",
         }
+    }
+
+    /// Whether the step goes on with this solve's impulses: solved, or
+    /// [`Self::Unconverged`].
+    pub fn advances(self) -> bool {
+        matches!(self, Self::Solved | Self::Unconverged)
     }
 
     /// One sentence a user can act on.
@@ -365,6 +377,9 @@ impl LcpStatus {
             }
             Self::SweepLimit => {
                 "NSGS reached its sweep limit before its residual fell below the tolerance (raise --max-iterations or --tolerance, or use --solver lemke)"
+            }
+            Self::Unconverged => {
+                "NSGS reached its sweep limit and the step kept its best iterate (its residual is in the report)"
             }
         }
     }

@@ -11,7 +11,6 @@ use super::options::{NsgsOptions, SolverOptions};
 use super::problem::{ContactProblem, Layout, friction_starts};
 use super::solution::{ContactSolution, Unknowns};
 use super::warm::{Form, LastImpulses, WarmStart};
-use crate::lcp::LcpStatus;
 use crate::model::MassInverse;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -143,7 +142,7 @@ impl ContactSolver {
         let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
-        if solved.status == LcpStatus::Solved {
+        if solved.status.advances() {
             self.impulses.clear();
             for (j, c) in problem.contacts.iter().enumerate() {
                 let k = c.jacobian.friction_count();

@@ -57,6 +57,10 @@ pub struct NsgsOptions {
     pub acceleration: usize,
     /// Threads the sweeps may use, 1 or 2.
     pub threads: usize,
+    /// A solve that reaches the sweep limit ends with
+    /// [`crate::lcp::LcpStatus::SweepLimit`] (the step fails) instead of
+    /// [`crate::lcp::LcpStatus::Unconverged`] with its best iterate.
+    pub strict: bool,
 }
 
 /// The numerical settings of Lemke's solves of contact problems: the

@@ -88,9 +88,10 @@ impl ContactSolution {
         }
     }
 
-    /// `Ok` when solved, else `Err` with itself (for `?` in a scheme).
+    /// `Ok` when the step may go on with it ([`LcpStatus::advances`]), else
+    /// `Err` with itself (for `?` in a scheme).
     pub fn solved(self) -> Result<Self, Failed> {
-        if self.status == LcpStatus::Solved {
+        if self.status.advances() {
             Ok(self)
         } else {
             Err(Box::new(self))

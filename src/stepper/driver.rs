@@ -150,10 +150,11 @@ impl Stepper {
             lemke: step.solver.time(),
             total: Duration::ZERO,
         };
-        let (pivots, solves, sweeps) = (
+        let (pivots, solves, sweeps, unconverged) = (
             step.solver.pivots(),
             step.solver.solves(),
             step.solver.sweeps(),
+            step.solver.unconverged(),
         );
         let advance = match outcome {
             Ok(advance) => advance,
@@ -206,8 +207,12 @@ impl Stepper {
             pivots,
             solves,
             sweeps,
-            status: LcpStatus::Solved,
-            residual: solution.residual,
+            status: if unconverged.is_some() {
+                LcpStatus::Unconverged
+            } else {
+                LcpStatus::Solved
+            },
+            residual: solution.residual.max(unconverged.unwrap_or(0.0)),
             kinetic_energy: kinetic,
             potential_energy: potential,
             min_gap,

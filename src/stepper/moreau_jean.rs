@@ -123,7 +123,7 @@ pub fn impact(model: &Model, params: &Params, state: &State) -> Result<Impact, I
     let mut parts = Detached::default();
     let mut step = parts.step(model, params, state, &settings);
     let solved = solve(&mut step, &state.q, state.t, 0.0);
-    if solved.solution.status != LcpStatus::Solved {
+    if !solved.solution.status.advances() {
         return Err(ImpactError {
             status: solved.solution.status,
         });
@@ -269,7 +269,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
         );
         let solution = posing.index_set(sc.index_set.as_slice(), None);
         let mut grew = false;
-        if h != 0.0 && solution.status == LcpStatus::Solved {
+        if h != 0.0 && solution.status.advances() {
             for (c, on) in candidates.iter().zip(sc.active.iter_mut()) {
                 let predicted = c.gap + lead * c.jacobian.normal_dot(&solution.velocity);
                 if !*on && predicted < -tolerance {

@@ -183,6 +183,7 @@ impl StepSettings {
             circular: params.cone() == FrictionCone::Circular,
             acceleration: DEFAULT_ACCELERATION,
             threads: self.threads,
+            strict: params.strict,
         });
         SolverOptions {
             nsgs,

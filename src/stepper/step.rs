@@ -8,6 +8,7 @@
 
 use super::settings::StepSettings;
 use crate::collision::{self, BroadPhase, ContactSet, Margin, Reuse, Search};
+use crate::lcp::LcpStatus;
 use crate::model::{Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
 use crate::solver::{
@@ -93,6 +94,7 @@ impl<'a> Step<'a> {
                 pivots: 0,
                 solves: 0,
                 sweeps: 0,
+                unconverged: None,
                 time: Duration::ZERO,
             },
             buffers: lent.buffers,
@@ -208,6 +210,9 @@ pub struct Solver<'a> {
     pivots: usize,
     solves: usize,
     sweeps: usize,
+    /// The largest residual of the step's solves that went on from the
+    /// sweep limit ([`LcpStatus::Unconverged`]), if any did.
+    unconverged: Option<f64>,
     time: Duration,
 }
 
@@ -242,6 +247,16 @@ impl<'a> Solver<'a> {
         self.pivots += solution.pivots;
         self.sweeps += solution.sweeps;
         self.solves += 1;
+        if solution.status == LcpStatus::Unconverged {
+            let worst = self.unconverged.unwrap_or(0.0).max(solution.residual);
+            self.unconverged = Some(worst);
+        }
+    }
+
+    /// The largest residual of the step's solves that went on from the
+    /// sweep limit, if any did.
+    pub fn unconverged(&self) -> Option<f64> {
+        self.unconverged
     }
 
     /// W of the rigid-body contact problem: M⁻¹.

@@ -6,7 +6,6 @@ use super::frame_rate::FrameRate;
 use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK, drawn_stride};
 use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
-use crate::lcp::LcpStatus;
 use crate::model::{LinearSystem, Model, State};
 use crate::params::{FrictionCone, SolverKind, StepperKind};
 use bevy::prelude::*;
@@ -305,7 +304,7 @@ fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl, frame_rate: Option
         ui.colored_label(egui::Color32::from_rgb(240, 200, 80), "paused");
     }
     if let Some(report) = &sim.last
-        && report.status != LcpStatus::Solved
+        && !report.status.advances()
         && control.halt.is_none()
     {
         let reason = sim
@@ -566,7 +565,7 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
                         .logarithmic(true)
                         .text("NSGS sweep limit"),
                 )
-                .on_hover_text("A solve that reaches it stops the run with status SweepLimit");
+                .on_hover_text("A solve that reaches it goes on with its best iterate (status Unconverged; its residual is plotted)");
             }
         });
 }

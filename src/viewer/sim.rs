@@ -6,7 +6,6 @@
 //! interpolated transforms. Nothing here renders, so [`SimPlugin`] runs under
 //! `MinimalPlugins` (see `tests/viewer.rs`).
 
-use crate::lcp::LcpStatus;
 use crate::model::{Dimension, Model, RigidSystem};
 use crate::scene::SystemSpec;
 use crate::sim::Simulation;
@@ -557,7 +556,7 @@ pub fn advance(
         cost
     };
     match result {
-        Ok((LcpStatus::Solved, sample)) => {
+        Ok((status, sample)) if status.advances() => {
             previous.q = before;
             control.step_error = None;
             history.timeline.record(sim);

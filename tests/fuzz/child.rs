@@ -158,7 +158,10 @@ fn stated_gap_bound(args: &[String]) -> Option<f64> {
             stepper = kind;
         }
     }
-    (stepper == StepperKind::StewartTrinkle && scene.params.solver == SolverKind::Lemke)
+    // NSGS states no bound (its steps may go on from the sweep limit).
+    let lemke = scene.params.solver == SolverKind::Lemke
+        && !args.iter().any(|a| a == "nsgs" || a == "--solver=nsgs");
+    (stepper == StepperKind::StewartTrinkle && lemke)
         .then(|| -StepSettings::default().gap_guarantee)
 }
 

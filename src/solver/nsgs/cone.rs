@@ -148,6 +148,53 @@ pub(super) fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix
     block
 }
 
+/// The iterate with the smallest residual a solve has seen, at the full
+/// checks: what a solve that reaches its sweep limit returns (each taking
+/// part contact's impulse, and the velocity they give, in the solve's own
+/// layout). A contact that joined after it returns to no impulse, as the
+/// velocity kept does not hold one.
+struct Best {
+    residual: f64,
+    impulses: Vec<(usize, Vector3<f64>)>,
+    velocity: Vec<f64>,
+}
+
+impl Default for Best {
+    fn default() -> Self {
+        Self {
+            residual: f64::INFINITY,
+            impulses: Vec::new(),
+            velocity: Vec::new(),
+        }
+    }
+}
+
+impl Best {
+    fn keep(&mut self, residual: f64, cones: &[Cone], v: Velocity) {
+        self.residual = residual;
+        self.impulses.clear();
+        self.impulses.extend(cones.iter().map(|c| (c.contact, c.r)));
+        self.velocity.clear();
+        // SAFETY: one thread, between sweeps; `v` is the solve's velocity.
+        self.velocity.extend_from_slice(unsafe { v.storage() });
+    }
+
+    fn restore(&self, cones: &mut [Cone], contacts: usize, v: Velocity) {
+        let mut cone_of = vec![usize::MAX; contacts];
+        for (i, cone) in cones.iter_mut().enumerate() {
+            cone_of[cone.contact] = i;
+            cone.r = Vector3::zeros();
+        }
+        for &(contact, r) in &self.impulses {
+            if let Some(cone) = cones.get_mut(cone_of[contact]) {
+                cone.r = r;
+            }
+        }
+        // SAFETY: one thread, after the sweeps; `v` is the solve's velocity.
+        unsafe { v.storage() }.copy_from_slice(&self.velocity);
+    }
+}
+
 /// NSGS on the circular cone (module documentation).
 pub(super) fn solve_cone(
     problem: &ContactProblem<'_>,
@@ -281,6 +328,7 @@ pub(super) fn solve_cone(
         *anderson = Anderson::new(memory);
     }
     anderson.reset(3 * cones.len());
+    let mut best = Best::default();
     while sweeps < limits.max_sweeps {
         sweeps += 1;
         // One fixed order, the problem's (the broad phase's), in the parts
@@ -345,6 +393,9 @@ pub(super) fn solve_cone(
             || !light.is_finite()
         {
             residual = cone_residual(cones, halves, pair, arena, v);
+            if residual < best.residual {
+                best.keep(residual, cones, v);
+            }
             // Contacts join at every full check (and at the last), not only
             // once the residual is met: a grain's load then travels through
             // its new contacts in the same sweeps (the 1,000-grain silo: 240
@@ -399,6 +450,10 @@ pub(super) fn solve_cone(
                 unsafe { move_to(c, pc.next(), arena, w, v) };
             }
         }
+    }
+    if status == LcpStatus::SweepLimit && best.residual < residual {
+        best.restore(cones, contacts.len(), v);
+        residual = best.residual;
     }
     if block > 0 {
         unpad(padded, block, &mut velocity);

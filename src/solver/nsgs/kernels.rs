@@ -427,6 +427,17 @@ impl Velocity {
         // SAFETY: the caller's.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+
+    /// The storage in its own layout, padded or not: for a copy of the whole
+    /// velocity and its return.
+    ///
+    /// # Safety
+    /// As [`Velocity::block`], for the whole storage.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn storage<'a>(self) -> &'a mut [f64] {
+        // SAFETY: the caller's.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
 }
 
 /// One contact's data for the sweeps on the circular cone.

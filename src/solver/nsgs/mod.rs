@@ -182,6 +182,13 @@ pub const DEFAULT_ACCELERATION: usize = 5;
 /// steps reach a limit of 100,000 sweeps instead of 83).
 pub const PROXIMAL: f64 = 0.1;
 
+/// The largest residual ρ (relative, as the tolerance) with which a solve
+/// that reached its sweep limit still lets the step go on, with its best
+/// iterate: past it the impulses miss the contact law by a tenth of their
+/// size and the motion means nothing, so the step fails as under
+/// [`NsgsOptions::strict`].
+pub const ACCEPTED_RESIDUAL: f64 = 1e-1;
+
 /// Buffers NSGS keeps across steps so that neither a sweep nor, once the
 /// contact count has been reached, a step allocates for the local data.
 #[derive(Debug, Clone, Default)]
@@ -206,9 +213,11 @@ pub struct Workspace {
 
 /// What an NSGS solve gave, laid out as (29) over all the contacts.
 pub struct NsgsSolution {
-    /// `Solved`, or `SweepLimit` when ρ stayed above the tolerance.
+    /// `Solved`; `Unconverged` when ρ stayed above the tolerance and the
+    /// best iterate is kept; `SweepLimit` when that is not allowed
+    /// ([`NsgsOptions::strict`], [`ACCEPTED_RESIDUAL`]).
     pub status: LcpStatus,
-    /// The last residual ρ.
+    /// The residual ρ of the impulses returned.
     pub residual: f64,
     /// Sweeps done.
     pub sweeps: usize,
@@ -249,10 +258,17 @@ pub fn solve(
     limits: NsgsOptions,
     workspace: &mut Workspace,
 ) -> NsgsSolution {
-    match cone_law(problem, &limits) {
+    let mut solution = match cone_law(problem, &limits) {
         Some(planar) => solve_cone(problem, w, warm, limits, workspace, planar),
         None => solve_pyramid(problem, w, warm, limits, workspace),
+    };
+    if solution.status == LcpStatus::SweepLimit
+        && !limits.strict
+        && solution.residual <= ACCEPTED_RESIDUAL
+    {
+        solution.status = LcpStatus::Unconverged;
     }
+    solution
 }
 
 /// Whether [`solve`] takes the circular cone's local law, and if so whether

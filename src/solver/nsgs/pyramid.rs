@@ -36,6 +36,53 @@ pub(super) const DRIFT_SAME: f64 = 1e-3;
 /// decides it. On `pile.ron`'s first second at tolerance 1e-6 this takes
 /// the sweeps from about 240,000 to 28,000, and at 1e-8 and 1e-10 it is
 /// what lets every step finish.
+/// The iterate with the smallest residual a solve has seen: what a solve
+/// that reaches its sweep limit returns (every contact's impulses and λ,
+/// which contacts take part, and the velocity they give).
+struct Best {
+    residual: f64,
+    impulses: Vec<f64>,
+    active: Vec<bool>,
+    velocity: DVector<f64>,
+}
+
+impl Default for Best {
+    fn default() -> Self {
+        Self {
+            residual: f64::INFINITY,
+            impulses: Vec::new(),
+            active: Vec::new(),
+            velocity: DVector::zeros(0),
+        }
+    }
+}
+
+impl Best {
+    fn keep(&mut self, residual: f64, locals: &[Local], active: &[bool], velocity: &DVector<f64>) {
+        self.residual = residual;
+        self.impulses.clear();
+        for local in locals {
+            self.impulses.extend_from_slice(&local.z);
+            self.impulses.push(local.lambda);
+        }
+        self.active.clear();
+        self.active.extend_from_slice(active);
+        self.velocity.clone_from(velocity);
+    }
+
+    fn restore(&self, locals: &mut [Local], active: &mut Vec<bool>, velocity: &mut DVector<f64>) {
+        let mut at = 0;
+        for local in locals {
+            let n = local.z.len();
+            local.z.copy_from_slice(&self.impulses[at..at + n]);
+            local.lambda = self.impulses[at + n];
+            at += n + 1;
+        }
+        active.clone_from(&self.active);
+        velocity.clone_from(&self.velocity);
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Drift {
     /// The latest iterates, most recent first (at most 2 [`DRIFT_PERIOD`] +
@@ -230,6 +277,7 @@ pub(super) fn solve_pyramid(
     let mut sweeps = 0;
     let local_options = LemkeOptions::default();
     let mut drift = Drift::default();
+    let mut best = Best::default();
     while sweeps < limits.max_sweeps {
         sweeps += 1;
         for ((c, local), _) in contacts
@@ -262,6 +310,9 @@ pub(super) fn solve_pyramid(
             add_impulse(jac, &local.z, 1.0, w, &mut velocity);
         }
         residual = natural_residual(problem, &locals, &part.active, &velocity);
+        if residual < best.residual {
+            best.keep(residual, &locals, &part.active, &velocity);
+        }
         joined.clear();
         part.grow(Velocity::reading(&velocity), &mut joined, None);
         let grew = !joined.is_empty();
@@ -274,6 +325,10 @@ pub(super) fn solve_pyramid(
         } else if let Some(step) = drift.record(&locals, &part.active) {
             drift.jump(&step, contacts, &mut locals, problem.mu, w, &mut velocity);
         }
+    }
+    if status == LcpStatus::SweepLimit && best.residual < residual {
+        best.restore(&mut locals, &mut part.active, &mut velocity);
+        residual = best.residual;
     }
     if !residual.is_finite() {
         status = LcpStatus::NumericalFailure;
