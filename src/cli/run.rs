@@ -46,8 +46,11 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let progress = Progress::start(total);
     let mut sim = Simulation::with_params(scene, params);
     args.overrides.apply_settings(sim.step_settings_mut());
-    if let Some(path) = &args.state {
-        crate::sim::snapshot::load_into(&mut sim, path).map_err(|e| e.to_string())?;
+    if let Some(path) = &args.state
+        && let Some(note) =
+            crate::sim::snapshot::load_into(&mut sim, path).map_err(|e| e.to_string())?
+    {
+        eprintln!("{note}");
     }
     let header = csv_header(sim.model());
     let first = csv_row(sim.model(), &sim.params, &sim.state, None);

@@ -36,15 +36,19 @@ fn walk(
         ron::Value::Option(Some(inner)) => walk(inner, anchors, path),
         ron::Value::Map(map) => {
             for (key, item) in map.iter() {
-                let ron::Value::String(key) = key else {
-                    continue;
-                };
                 let (path_len, anchors_len) = (path.len(), anchors.len());
-                if !path.is_empty() {
-                    path.push('.');
+                match key {
+                    ron::Value::String(key) => {
+                        if !path.is_empty() {
+                            path.push('.');
+                        }
+                        path.push_str(key);
+                        anchors.push(key.clone());
+                    }
+                    // A map keyed by a struct (a snapshot's impulses by
+                    // contact): its values are numbers of the file too.
+                    _ => path.push_str("[…]"),
                 }
-                path.push_str(key);
-                anchors.push(key.clone());
                 let found = walk(item, anchors, path);
                 path.truncate(path_len);
                 anchors.truncate(anchors_len);

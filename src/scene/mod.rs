@@ -47,13 +47,15 @@ pub enum SceneError {
     /// The file is longer than [`MAX_SCENE_BYTES`] (or does not end, like
     /// `/dev/zero`).
     #[error(
-        "{}: larger than {} MiB, the most a scene file may hold (is it a scene?)",
+        "{}: larger than {} MiB, the most a {kind} file may hold (is it a {kind}?)",
         path.display(),
         MAX_SCENE_BYTES >> 20
     )]
     TooLarge {
         /// The file.
         path: PathBuf,
+        /// What it should have been: "scene" or "snapshot".
+        kind: &'static str,
     },
     /// The file is not valid RON for a scene, or a value is out of range.
     #[error("{}:{line}:{column}: {field}: {message}", path.display())]
@@ -177,6 +179,13 @@ impl Scene {
 
 /// Loads and validates a scene file (reading at most [`MAX_SCENE_BYTES`]).
 pub fn load(path: &Path) -> Result<Scene, SceneError> {
+    let source = read_text(path, "scene")?;
+    parse(&source, path)
+}
+
+/// The text of a scene or snapshot file (`kind` names which in errors),
+/// reading at most [`MAX_SCENE_BYTES`]: `/dev/zero` stops there.
+pub fn read_text(path: &Path, kind: &'static str) -> Result<String, SceneError> {
     use std::io::Read;
     let io = |source| SceneError::Io {
         path: path.to_owned(),
@@ -189,9 +198,10 @@ pub fn load(path: &Path) -> Result<Scene, SceneError> {
     if bytes.len() as u64 > MAX_SCENE_BYTES {
         return Err(SceneError::TooLarge {
             path: path.to_owned(),
+            kind,
         });
     }
-    let source = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let before = String::from_utf8_lossy(valid);
         SceneError::Invalid {
@@ -201,8 +211,7 @@ pub fn load(path: &Path) -> Result<Scene, SceneError> {
             field: "syntax".to_owned(),
             message: "the file is not UTF-8 text".to_owned(),
         }
-    })?;
-    parse(&source, path)
+    })
 }
 
 /// Parses and validates scene text; `path` names it in errors.
@@ -213,20 +222,30 @@ pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
     let options =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let file: SceneFile = options.from_str(source).map_err(|e| ron_error(&e, path))?;
-    if let Some((anchors, field, value)) = magnitude::first_violation(source) {
-        let (line, column) = magnitude::position(source, &anchors);
-        return Err(SceneError::Invalid {
-            path: path.to_owned(),
-            line,
-            column,
-            field,
-            message: format!(
-                "must be finite and at most {:e} in magnitude (SI units), found {value:e}",
-                magnitude::MAX_MAGNITUDE
-            ),
-        });
-    }
+    check_magnitudes(source, path)?;
     build(file, source, path)
+}
+
+/// The magnitude rule over every number of a scene or snapshot text: the
+/// first one that is not finite or exceeds [`magnitude::MAX_MAGNITUDE`] is
+/// an error at its line and column.
+pub fn check_magnitudes(source: &str, path: &Path) -> Result<(), SceneError> {
+    match magnitude::first_violation(source) {
+        Some((anchors, field, value)) => {
+            let (line, column) = magnitude::position(source, &anchors);
+            Err(SceneError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                field,
+                message: format!(
+                    "must be finite and at most {:e} in magnitude (SI units), found {value:e}",
+                    magnitude::MAX_MAGNITUDE
+                ),
+            })
+        }
+        None => Ok(()),
+    }
 }
 
 /// A RON parse error as a [`SceneError`] naming the file, the line and

@@ -16,14 +16,21 @@
 //!
 //! Parameters are not part of a snapshot: they come from the scene and the
 //! command line, as always.
+//!
+//! A snapshot is checked as a scene is: the same size cap and magnitude rule
+//! on its text, the same overlap tolerance on its state, unit quaternions,
+//! fixed bodies where the scene holds them, a time t ≥ 0; a stepper memory
+//! that does not fit its own layout is dropped, with a note, for a cold
+//! start.
 
 mod legacy;
 
 pub use legacy::SavedMemory;
 
 use super::Simulation;
-use crate::model::Model;
-use crate::scene::{self, BodySpec, SceneError};
+use crate::model::rigid::{position_size, velocity_size};
+use crate::model::{Dimension, Model};
+use crate::scene::{self, BodySpec, SceneError, overlap};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -82,30 +89,38 @@ impl Snapshot {
         crate::atomic_file::write(path, &text)
     }
 
-    /// Reads a snapshot file; errors name the file, line, column and field.
+    /// Reads a snapshot file (at most [`scene::MAX_SCENE_BYTES`]); errors
+    /// name the file, line, column and field.
     pub fn load(path: &Path) -> Result<(Self, String), SceneError> {
-        let source = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let source = scene::read_text(path, "snapshot")?;
         let snapshot = Self::parse(&source, path)?;
         Ok((snapshot, source))
     }
 
-    /// Parses snapshot text; `path` names it in errors.
+    /// Parses snapshot text, with the scenes' magnitude rule on every
+    /// number; `path` names it in errors.
     pub fn parse(source: &str, path: &Path) -> Result<Self, SceneError> {
         let source = source.strip_prefix('\u{feff}').unwrap_or(source);
-        ron::Options::default()
+        let snapshot = ron::Options::default()
             .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
             .from_str(source)
-            .map_err(|e| scene::ron_error(&e, path))
+            .map_err(|e| scene::ron_error(&e, path))?;
+        scene::check_magnitudes(source, path)?;
+        Ok(snapshot)
     }
 
     /// Puts the snapshot into `sim`, a simulation of the same scene: its
     /// added bodies join the model, and the state, step count and the
     /// stepper's memory become the snapshot's. `source` is the snapshot's
     /// text and `path` its file, for errors. On error `sim` is unchanged.
-    pub fn apply(&self, sim: &mut Simulation, source: &str, path: &Path) -> Result<(), SceneError> {
+    /// `Ok(Some(note))`: the state was taken and the memory dropped, for the
+    /// reason the note gives.
+    pub fn apply(
+        &self,
+        sim: &mut Simulation,
+        source: &str,
+        path: &Path,
+    ) -> Result<Option<String>, SceneError> {
         let error = |anchors: &[&str], field: &str, message: String| {
             scene::invalid_at(source, path, anchors, field, message)
         };
@@ -146,32 +161,103 @@ impl Snapshot {
                 return Err(error(&[field], field, format!("must be finite, found {x}")));
             }
         }
-        if !self.t.is_finite() {
+        if !(self.t.is_finite() && self.t >= 0.0) {
             return Err(error(
                 &["t"],
                 "t",
-                format!("must be finite, found {}", self.t),
+                format!("must be a time of at least 0 s, found {}", self.t),
             ));
         }
+        let scene_state = next.state.clone();
         next.state.q = nalgebra::DVector::from_column_slice(&self.q);
         next.state.v = nalgebra::DVector::from_column_slice(&self.v);
         next.state.t = self.t;
+        if let Model::Rigid(s) = next.model() {
+            let (pq, pv) = (position_size(s.dimension), velocity_size(s.dimension));
+            for i in 0..s.bodies.len() {
+                let name = &s.bodies[i].name;
+                if s.dimension == Dimension::Spatial {
+                    let norm = next.state.q.rows(i * pq + 3, 4).norm();
+                    if (norm - 1.0).abs() > QUATERNION_NORM {
+                        return Err(error(
+                            &["q"],
+                            "q",
+                            format!(
+                                "body `{name}`'s orientation quaternion (entries {}–{}) has norm {norm}, not 1",
+                                i * pq + 3,
+                                i * pq + 6
+                            ),
+                        ));
+                    }
+                }
+                if s.is_fixed(i) {
+                    let moved = |a: &nalgebra::DVector<f64>, b: &nalgebra::DVector<f64>, at, n| {
+                        (at..at + n)
+                            .any(|k: usize| (a[k] - b[k]).abs() > 1e-12 * (1.0 + b[k].abs()))
+                    };
+                    for (field, at, n, now, then) in [
+                        ("q", i * pq, pq, &next.state.q, &scene_state.q),
+                        ("v", i * pv, pv, &next.state.v, &scene_state.v),
+                    ] {
+                        if moved(now, then, at, n) {
+                            return Err(error(
+                                &[field],
+                                field,
+                                format!(
+                                    "body `{name}` is fixed: its entries {at}–{} must be the scene's ({})",
+                                    at + n - 1,
+                                    if field == "q" {
+                                        "where the scene places it"
+                                    } else {
+                                        "at rest"
+                                    }
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if !next.scene.file.allow_initial_overlap
+            && let Some(found) = overlap::deepest(next.model(), &next.state, next.params.edges)
+        {
+            let (_, _, message) = overlap::describe(next.model(), &found);
+            return Err(error(
+                &["q"],
+                "q",
+                format!("in the snapshot's state, {message}"),
+            ));
+        }
         next.steps = self.steps;
         next.last = None;
         next.added = Arc::new(self.bodies.clone());
+        let mut note = None;
         match &self.steppers {
-            Some(saved) => next
-                .stepper
-                .restore(saved.clone().into_memory(next.params.stepper)),
+            Some(saved) => {
+                let memory = saved.clone().into_memory(next.params.stepper);
+                if memory.is_consistent() {
+                    next.stepper.restore(memory);
+                } else {
+                    next.stepper.clear();
+                    note = Some(format!(
+                        "{}: the stepper memory (`steppers`) does not fit its own layout; starting cold from the snapshot's state",
+                        path.display()
+                    ));
+                }
+            }
             None => next.stepper.clear(),
         }
         *sim = next;
-        Ok(())
+        Ok(note)
     }
 }
 
+/// How far from 1 a snapshot's quaternion norm may be: written snapshots
+/// hold unit quaternions to rounding.
+const QUATERNION_NORM: f64 = 1e-9;
+
 /// Reads the snapshot file at `path` into `sim` (see [`Snapshot::apply`]).
-pub fn load_into(sim: &mut Simulation, path: &Path) -> Result<(), SceneError> {
+pub fn load_into(sim: &mut Simulation, path: &Path) -> Result<Option<String>, SceneError> {
     let (snapshot, source) = Snapshot::load(path)?;
     snapshot.apply(sim, &source, path)
 }

@@ -86,6 +86,13 @@ impl ContactSolver {
         }
     }
 
+    /// Whether its caches are consistent with themselves: every contact's
+    /// entries within their storage (a snapshot's memory is checked before
+    /// a solve reads it).
+    pub fn is_consistent(&self) -> bool {
+        self.warm.is_consistent() && self.impulses.is_consistent()
+    }
+
     /// Forgets the warm start and the regularization levels.
     pub fn clear(&mut self) {
         self.warm.clear();

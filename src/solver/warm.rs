@@ -110,7 +110,20 @@ pub struct WarmStart {
     marks: Vec<bool>,
 }
 
+/// Whether every (first, count) of `contacts` lies in `0..len`.
+fn within(contacts: &HashMap<ContactId, (usize, usize)>, len: usize) -> bool {
+    contacts
+        .values()
+        .all(|&(first, count)| first.checked_add(count).is_some_and(|end| end <= len))
+}
+
 impl WarmStart {
+    /// Whether every contact's flags lie in the recorded basis (a
+    /// snapshot's memory is checked before use).
+    pub fn is_consistent(&self) -> bool {
+        within(&self.contacts, self.basic.len())
+    }
+
     /// A warm start as a snapshot kept it: the form of its bases and each
     /// contact's basic flags, in the order of [`Slots`].
     pub fn restored(form: Option<Form>, contacts: Vec<(ContactId, Vec<bool>)>) -> Self {
@@ -254,6 +267,12 @@ impl LastImpulses {
         let first = self.values.len();
         self.values.extend(values);
         self.contacts.insert(id, (first, self.values.len() - first));
+    }
+
+    /// Whether every contact's rows lie in the values (a snapshot's memory
+    /// is checked before use).
+    pub fn is_consistent(&self) -> bool {
+        within(&self.contacts, self.values.len())
     }
 
     /// Forgets them all (the storage stays).

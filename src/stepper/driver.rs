@@ -52,6 +52,12 @@ impl StepperMemory {
             ..Self::default()
         }
     }
+
+    /// Whether the memory can be used: its caches consistent with
+    /// themselves ([`ContactSolver::is_consistent`]).
+    pub fn is_consistent(&self) -> bool {
+        self.solver.is_consistent()
+    }
 }
 
 /// The stepper of a simulation: the chosen scheme as data with its memory,

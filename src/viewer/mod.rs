@@ -102,8 +102,11 @@ pub fn load_simulation_from(
     state: Option<&Path>,
 ) -> Result<Simulation, String> {
     let mut simulation = load_simulation(path, overrides)?;
-    if let Some(state) = state {
-        crate::sim::snapshot::load_into(&mut simulation, state).map_err(|e| e.to_string())?;
+    if let Some(state) = state
+        && let Some(note) =
+            crate::sim::snapshot::load_into(&mut simulation, state).map_err(|e| e.to_string())?
+    {
+        eprintln!("{note}");
     }
     Ok(simulation)
 }

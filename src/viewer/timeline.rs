@@ -214,11 +214,12 @@ pub fn files_section(
                 if let Some(Some(path)) = combo.inner {
                     let mut next = sim.0.clone();
                     files.message = Some(match snapshot::load_into(&mut next, &path) {
-                        Ok(()) => {
+                        Ok(note) => {
                             sim.0 = next;
                             previous.q.clone_from(&sim.state.q);
                             history.restart(sim);
-                            (format!("started from {}", path.display()), false)
+                            let started = format!("started from {}", path.display());
+                            (note.unwrap_or(started), false)
                         }
                         Err(e) => (e.to_string(), true),
                     });
