@@ -21,10 +21,19 @@ fn bench(c: &mut Criterion) {
         .filter(|p| p.extension().is_some_and(|x| x == "ron"))
         .collect();
     paths.sort();
+    // `CONTACTLAB_STEP_SCENES=four_balls,pile` picks scenes by file stem
+    // (default every one: the setup runs each scene's whole duration).
+    let chosen = std::env::var("CONTACTLAB_STEP_SCENES").ok();
     for path in paths {
         let name = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        if chosen
+            .as_deref()
+            .is_some_and(|list| !list.split(',').any(|n| n.trim() == name))
+        {
+            continue;
+        }
         let scene = scene::load(Path::new(&path)).expect("shipped scenes load");
         let mut sim = Simulation::new(scene);
         let third = (sim.params.duration / sim.params.dt / 3.0) as usize;
