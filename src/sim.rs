@@ -15,9 +15,11 @@ pub mod snapshot;
 pub mod throw;
 
 use crate::lcp::LcpStatus;
+use crate::lcp::budget::Overrun;
 use crate::model::{Model, Perturbation, State};
 use crate::params::{Params, StepperKind};
 use crate::scene::magnitude;
+use crate::scene::overlap::rounded;
 use crate::scene::{BodySpec, Scene};
 use crate::stepper::{StepReport, StepSettings, Stepper, StepperMemory};
 use std::path::Path;
@@ -473,6 +475,9 @@ impl Simulation {
         );
         let explicit = stepper != StepperKind::AnitescuPotra && has_force_elements(self.model());
         let cause = match failure {
+            StepFailure::Lcp if report.status == LcpStatus::OverBudget => {
+                budget_cause(report, self.stepper.overrun())
+            }
             StepFailure::Lcp if explicit => format!(
                 "{}; the {stepper} stepper takes {} explicitly, so an h past their stability limit is a likely cause (lower --dt, or use anitescu-potra)",
                 lcp_cause(self.model(), report),
@@ -584,6 +589,27 @@ fn force_elements(model: &Model) -> &'static str {
     match model {
         Model::Rigid(_) => "the scene's springs and dampers",
         Model::Linear(_) => "the system's stiffness and damping",
+    }
+}
+
+/// Which of the step's budgets a step that went over it spent, and the flag
+/// that raises it.
+fn budget_cause(report: &StepReport, overrun: Option<(Overrun, u64)>) -> String {
+    let Some((limit, pivots)) = overrun else {
+        return format!("LCP {}: {}", report.status, report.status.reason());
+    };
+    let spent = format!(
+        "{pivots} Lemke pivots over {} solves (the last on {} unknowns, residual {:.1e})",
+        report.solves, report.lcp_size, report.residual
+    );
+    match limit {
+        Overrun::Pivots(most) => format!(
+            "the step went over its budget of {most} pivots after {spent}; --max-step-pivots raises it"
+        ),
+        Overrun::Seconds(seconds) => format!(
+            "the step went over its budget of {} s after {spent}; --max-step-seconds raises it",
+            rounded(seconds)
+        ),
     }
 }
 

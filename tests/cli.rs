@@ -82,6 +82,38 @@ fn the_sweep_limit_is_counted_or_under_strict_fails() {
     assert!(err.contains("SweepLimit"), "{err}");
 }
 
+/// An NSGS tolerance that leaves contacts soft is allowed, with one warning.
+#[test]
+fn a_soft_nsgs_tolerance_warns_once() {
+    let dir = temp_dir("soft");
+    let csv = dir.join("stack.csv");
+    let run = |tolerance: &str| {
+        contactlab(&[
+            "run",
+            "scenes/box_stack.ron",
+            "--duration",
+            "0.01",
+            "--solver",
+            "nsgs",
+            "--tolerance",
+            tolerance,
+            "--csv",
+            csv.to_str().expect("utf-8"),
+        ])
+    };
+    let out = run("0.9");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("warning: NSGS tolerance 0.9 is above 1e-2")
+            .count(),
+        1,
+        "{err}"
+    );
+    let out = run("1e-2");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}
+
 #[test]
 fn run_writes_the_documented_csv() {
     let dir = temp_dir("run");
@@ -363,6 +395,61 @@ fn a_failed_run_keeps_the_good_csv_and_its_rows_in_a_partial_file() {
         1 + 4
     );
     assert!(!dir.join("chain.csv.partial").exists());
+}
+
+/// A step that spends its budget of pivots or seconds stops the run in one
+/// line naming the flag that raises it, and the CSV is kept as for any
+/// failed run: the earlier file untouched, the rows so far in OUT.partial.
+#[test]
+fn the_step_budget_stops_the_run_in_one_line_and_keeps_the_csv() {
+    let dir = temp_dir("budget");
+    let csv = dir.join("pile.csv");
+    for (flag, value) in [("--max-step-pivots", "3"), ("--max-step-seconds", "1e-9")] {
+        std::fs::write(&csv, "an earlier good run\n").expect("write");
+        let out = contactlab(&[
+            "run",
+            "scenes/pile.ron",
+            flag,
+            value,
+            "--csv",
+            csv.to_str().expect("utf-8"),
+        ]);
+        let err = one_line_refusal(&out, flag);
+        for needle in ["step ", " at t = ", "went over its budget", "Lemke pivots"] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&csv).expect("kept"),
+            "an earlier good run\n"
+        );
+        let partial = dir.join("pile.csv.partial");
+        let rows = assert_whole_rows(&std::fs::read_to_string(&partial).expect("partial"));
+        assert!(err.contains(&format!("{rows} rows kept in")), "{err}");
+        std::fs::remove_file(&partial).expect("partial");
+    }
+    // Within the default budget the same steps are taken.
+    let out = contactlab(&[
+        "run",
+        "scenes/pile.ron",
+        "--duration",
+        "0.5",
+        "--csv",
+        csv.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = csv.to_str().expect("utf-8");
+    for (flag, value) in [
+        ("--max-step-pivots", "0"),
+        ("--max-step-seconds", "-1"),
+        ("--max-step-seconds", "inf"),
+    ] {
+        let refused = contactlab(&["run", "scenes/pile.ron", flag, value, "--csv", csv]);
+        one_line_refusal(&refused, &format!("{flag}: {value}: must be"));
+    }
 }
 
 /// SIGTERM (what `kill` and `timeout` send) stops a run after its step: the

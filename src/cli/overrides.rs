@@ -60,14 +60,28 @@ pub struct Overrides {
     /// drawing, another run).
     #[arg(long, allow_hyphen_values = true)]
     pub threads: Option<usize>,
+    /// Lemke pivots one step may take, over all its solves, before the run
+    /// stops with status OverBudget [default: 2000000].
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_step_pivots: Option<u64>,
+    /// Seconds one step may take before the run stops with status
+    /// OverBudget [default: no limit].
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_step_seconds: Option<f64>,
 }
 
 impl Overrides {
-    /// Writes the flags that are not parameters (`--threads`) into the
-    /// stepper's settings.
+    /// Writes the flags that are not parameters (`--threads` and the step's
+    /// budget) into the stepper's settings.
     pub fn apply_settings(&self, settings: &mut StepSettings) {
         if let Some(n) = self.threads {
             settings.threads = n;
+        }
+        if let Some(n) = self.max_step_pivots {
+            settings.budget.max_pivots = Some(n);
+        }
+        if let Some(s) = self.max_step_seconds {
+            settings.budget.max_seconds = Some(s);
         }
     }
 
@@ -143,6 +157,17 @@ impl Overrides {
             return Err(ParamError::new(
                 "threads",
                 format!("{n}: must be 1 or 2 (a step's work splits in two halves)"),
+            ));
+        }
+        if o.max_step_pivots == Some(0) {
+            return Err(ParamError::new("max_step_pivots", "0: must be at least 1"));
+        }
+        if let Some(s) = o.max_step_seconds
+            && !(s.is_finite() && s > 0.0)
+        {
+            return Err(ParamError::new(
+                "max_step_seconds",
+                format!("{s}: must be a positive number of seconds"),
             ));
         }
         for (field, given) in [

@@ -184,7 +184,7 @@ pub fn solve_structured<M: LcpMatrix + ?Sized>(
         return solve_with::<M, compressed::CompressedBasis>(m, q, options);
     }
     let product = solve_with::<M, product_form::ProductForm>(m, q, options)?;
-    if product.status == LcpStatus::Solved {
+    if matches!(product.status, LcpStatus::Solved | LcpStatus::OverBudget) {
         return Ok(product);
     }
     // The product form decides its pivots against an estimate of max |B⁻¹|
@@ -207,7 +207,9 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
     options: &LemkeOptions,
 ) -> Result<LcpSolution, LcpError> {
     let (first, cycled) = solve_once::<M, F>(m, q, options)?;
-    if first.status == LcpStatus::Solved || (first.status == LcpStatus::MaxPivots && !cycled) {
+    if matches!(first.status, LcpStatus::Solved | LcpStatus::OverBudget)
+        || (first.status == LcpStatus::MaxPivots && !cycled)
+    {
         return Ok(first);
     }
     let mut spent = first.pivots;
@@ -217,7 +219,7 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
         let mut next = perturbed::<M, F>(m, q, delta, options)?;
         spent += next.pivots;
         next.pivots = spent;
-        if next.status == LcpStatus::Solved {
+        if matches!(next.status, LcpStatus::Solved | LcpStatus::OverBudget) {
             return Ok(next);
         }
     }
@@ -252,9 +254,9 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
         let (mut next, _) = solve_once::<M, F>(m, q, &retry)?;
         spent += next.pivots;
         next.pivots = spent;
-        let solved = next.status == LcpStatus::Solved;
+        let done = matches!(next.status, LcpStatus::Solved | LcpStatus::OverBudget);
         last = next;
-        if solved {
+        if done {
             break;
         }
     }
@@ -337,6 +339,11 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
             tableau.plain = true;
             let status = tableau.run(max_pivots.saturating_sub(spent));
             spent += tableau.pivots;
+            if status == LcpStatus::OverBudget {
+                let mut solution = tableau.finish(status, true);
+                solution.pivots = spent;
+                return Ok(solution);
+            }
             if status == LcpStatus::Solved {
                 let mut solution = check(tableau.finish(status, true));
                 if solution.status == LcpStatus::Solved {
@@ -404,7 +411,7 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
         if let Some(mut tableau) = Tableau::<M, F>::warm(m, q, basis, handed, options) {
             let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
             pivots_spent += tableau.pivots;
-            if status == LcpStatus::Solved {
+            if matches!(status, LcpStatus::Solved | LcpStatus::OverBudget) {
                 let mut solution = tableau.finish(status, true);
                 solution.pivots = pivots_spent;
                 return Ok((solution, false));
@@ -425,7 +432,7 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
             };
             let status = tableau.run(max_pivots);
             let pivots = tableau.pivots;
-            if status == LcpStatus::Solved {
+            if matches!(status, LcpStatus::Solved | LcpStatus::OverBudget) {
                 let mut restarted = tableau.finish(status, false);
                 restarted.pivots += solution.pivots;
                 return Ok((restarted, false));

@@ -9,6 +9,7 @@
 //! got ([`Validation`]), Lemke's method ([`lemke`]) and the Siconos `.dat`
 //! exchange format ([`siconos`]).
 
+pub mod budget;
 pub mod lemke;
 pub mod siconos;
 
@@ -341,6 +342,9 @@ pub enum LcpStatus {
     /// [`crate::solver::nsgs::ACCEPTED_RESIDUAL`]); the report's residual is
     /// that iterate's.
     Unconverged,
+    /// The step's budget of pivots or seconds ([`budget`]) was spent before
+    /// this solve ended.
+    OverBudget,
 }
 
 impl LcpStatus {
@@ -353,6 +357,7 @@ impl LcpStatus {
             Self::NumericalFailure => "NumericalFailure",
             Self::SweepLimit => "SweepLimit",
             Self::Unconverged => "Unconverged",
+            Self::OverBudget => "OverBudget",
         }
     }
 
@@ -380,6 +385,9 @@ impl LcpStatus {
             }
             Self::Unconverged => {
                 "NSGS reached its sweep limit and the step kept its best iterate (its residual is in the report)"
+            }
+            Self::OverBudget => {
+                "the step spent its budget of Lemke pivots or seconds before its LCPs were solved (raise it with --max-step-pivots or --max-step-seconds)"
             }
         }
     }

@@ -10,10 +10,18 @@ use crate::model::{Model, Other, State};
 
 /// The deepest initial penetration accepted without `allow_initial_overlap`,
 /// m: 1e-6 of the model's length scale ([`Model::length_scale`]), which
-/// bodies placed exactly in contact (up to rounding) stay within.
+/// bodies placed exactly in contact (up to rounding) stay within, and never
+/// more than [`MAX_TOLERANCE`].
 pub fn tolerance(model: &Model) -> f64 {
-    1e-6 * model.length_scale()
+    (1e-6 * model.length_scale()).min(MAX_TOLERANCE)
 }
+
+/// The largest overlap tolerance, m: the depth Stewart–Trinkle promises no
+/// step ends below. Rounding of positions stays far within it at any length
+/// scale the magnitude rule allows (1e-16 of 1e6 m is 1e-10 m), and a body a
+/// million metres long, started a metre deep, would be shot out by the
+/// first step.
+pub const MAX_TOLERANCE: f64 = 1e-6;
 
 /// The deepest overlap of a state.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,11 +103,11 @@ pub fn describe(model: &Model, overlap: &Overlap) -> (String, String, String) {
     }
 }
 
-/// `x` to six significant digits, plainly from 1e-4 up (0.05, 100.05),
-/// with an exponent below (5.5e-7).
-fn rounded(x: f64) -> String {
+/// `x` to six significant digits, plainly from 1e-4 up to 1e7 (0.05,
+/// 100.05), with an exponent outside (5.5e-7, 1e-300, 6e301).
+pub(crate) fn rounded(x: f64) -> String {
     let x: f64 = format!("{x:.5e}").parse().unwrap_or(x);
-    if x != 0.0 && x.abs() < 1e-4 {
+    if x != 0.0 && !(1e-4..1e7).contains(&x.abs()) {
         format!("{x:e}")
     } else {
         format!("{x}")

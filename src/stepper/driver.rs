@@ -21,6 +21,7 @@ use super::stewart_trinkle::StewartTrinkle;
 use super::{ContactReport, StepReport, StepTimings};
 use crate::collision::BroadPhase;
 use crate::lcp::LcpStatus;
+use crate::lcp::budget::{self, Budget, Overrun};
 use crate::model::{ContactId, Model, State};
 use crate::params::{Params, StepperKind};
 use crate::solver::{ContactSolver, SolveBuffers};
@@ -76,6 +77,9 @@ pub struct Stepper {
     pub settings: StepSettings,
     keep_lcp: Option<usize>,
     workspace: Arc<Mutex<Workspace>>,
+    /// How the last step that went over its budget did: the limit and the
+    /// pivots counted.
+    overrun: Option<(Overrun, u64)>,
 }
 
 /// What the steps reuse.
@@ -118,6 +122,7 @@ impl Stepper {
         mut reports: Vec<ContactReport>,
     ) -> StepReport {
         let start = Instant::now();
+        self.overrun = None;
         if self.memory.scheme != params.stepper {
             self.memory = StepperMemory::cold(params.stepper);
         }
@@ -149,7 +154,10 @@ impl Stepper {
             lent,
             options,
         );
-        let outcome = scheme(params.stepper).advance(&mut step);
+        let budget = Budget::start(self.settings.budget);
+        let outcome = budget::within(Some(budget.clone()), || {
+            scheme(params.stepper).advance(&mut step)
+        });
         let timings = StepTimings {
             geometry: step.geometry.time(),
             lcp_build: step.lcp_build,
@@ -164,8 +172,14 @@ impl Stepper {
         );
         let advance = match outcome {
             Ok(advance) => advance,
-            Err(solution) => {
+            Err(mut solution) => {
                 memory.solver.clear();
+                self.overrun = budget.overrun().map(|o| (o, budget.pivots()));
+                if self.overrun.is_some() {
+                    // Whichever fallback reported last, the budget ended
+                    // the step.
+                    solution.status = LcpStatus::OverBudget;
+                }
                 let failed = report::Failure {
                     solution: *solution,
                     pivots,
@@ -227,6 +241,12 @@ impl Stepper {
             timings,
             lcp: solution.lcp,
         }
+    }
+
+    /// The limit the last failed step went over and the pivots it had
+    /// counted, when a budget ended it.
+    pub fn overrun(&self) -> Option<(Overrun, u64)> {
+        self.overrun
     }
 
     /// Forgets the memory (after a reset or a scene change): the next step

@@ -5,6 +5,7 @@
 //! numbers rely on.
 
 use crate::collision::{Margin, Reaches};
+use crate::lcp::budget::Limits;
 use crate::model::Model;
 use crate::params::{FrictionCone, Params, SolverKind};
 use crate::solver::nsgs::DEFAULT_ACCELERATION;
@@ -94,6 +95,9 @@ pub struct StepSettings {
     /// Lemke's fallbacks and refinement, handed to the solver with each
     /// solve.
     pub lemke: LemkeSettings,
+    /// Lemke pivots and seconds one step may spend before it stops with
+    /// [`crate::lcp::LcpStatus::OverBudget`] ([`crate::lcp::budget`]).
+    pub budget: Limits,
 }
 
 impl Default for StepSettings {
@@ -116,6 +120,7 @@ impl Default for StepSettings {
             projection_residual: 1e-13,
             threads: 2,
             lemke: LemkeSettings::default(),
+            budget: Limits::default(),
         }
     }
 }

@@ -364,7 +364,7 @@ fn flag_value(rng: &mut StdRng, flag: &str) -> String {
         return junk[rng.random_range(0..junk.len())].to_owned();
     }
     match flag {
-        "--edges" | "--ncp-iterations" | "--every" => [
+        "--edges" | "--ncp-iterations" | "--every" | "--max-step-pivots" => [
             "0",
             "1",
             "2",
@@ -437,6 +437,8 @@ pub fn command_line(rng: &mut StdRng) -> Vec<String> {
         "--every",
         "--max-csv-size",
         "--max-steps",
+        "--max-step-pivots",
+        "--max-step-seconds",
     ];
     let has = |f: &str, args: &Vec<String>| args.iter().any(|a| a.starts_with(f));
     for flag in flags {

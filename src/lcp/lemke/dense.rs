@@ -86,13 +86,11 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
         let data = self.binv_t.as_mut_slice();
         for (i, &a) in abar.iter().enumerate() {
             if i != r && a != 0.0 {
-                // One pass: the row update of B⁻¹ and its new largest entry.
-                let mut largest = 0.0_f64;
-                for (x, p) in data[i * n..(i + 1) * n].iter_mut().zip(&pivot_row) {
+                let row = &mut data[i * n..(i + 1) * n];
+                for (x, p) in row.iter_mut().zip(&pivot_row) {
                     *x -= a * p;
-                    largest = largest.max(x.abs());
                 }
-                self.row_max[i] = largest;
+                self.row_max[i] = largest_magnitude(row);
             }
         }
     }
@@ -104,4 +102,21 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for DenseBasis {
     fn refactor_period(&self, refactor_every: usize) -> usize {
         refactor_every.max(self.binv_t.nrows())
     }
+}
+
+/// max |xᵢ| (0 for none), with four running maxima so that the comparisons
+/// do not wait on each other; the maximum does not depend on the order.
+fn largest_magnitude(x: &[f64]) -> f64 {
+    let mut m = [0.0_f64; 4];
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for k in 0..4 {
+            m[k] = m[k].max(c[k].abs());
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0.0_f64, |t, v| t.max(v.abs()));
+    m.iter().fold(tail, |t, &v| t.max(v))
 }

@@ -1,0 +1,211 @@
+//! A time step's budget of Lemke pivots and seconds.
+//!
+//! A step's LCPs are solved by Lemke's method inside the contact solver's
+//! fallbacks (warm starts, perturbed retries, the regularization ladder,
+//! Stewart–Trinkle's fixed-point iterations), each of which may pivot. The
+//! step's [`Budget`] counts every pivot of all of them, on both threads, and
+//! once the step has spent more pivots or seconds than it allows, every
+//! pivot loop ends at its next pivot with [`super::LcpStatus::OverBudget`]:
+//! the step fails, its state is kept, and the caller reports the budget
+//! that was exceeded.
+//!
+//! The budget travels with the thread that runs the step ([`within`]), so
+//! the solvers need no parameter for it; [`crate::pair_thread`] carries it
+//! to its helper with each job. Outside [`within`] nothing is counted.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How much one step may spend before it stops: Lemke pivots (over every
+/// solve of the step) and wall-clock seconds. `None`: no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Lemke pivots a step may take, over all its solves.
+    pub max_pivots: Option<u64>,
+    /// Seconds a step may take.
+    pub max_seconds: Option<f64>,
+}
+
+impl Limits {
+    /// The default pivot budget of a step. The shipped scenes' costliest
+    /// step (a solve at the wall's impact, 1,620 unknowns) takes about
+    /// 5·10⁵; a step past 2·10⁶ pivots is minutes of a standstill.
+    pub const DEFAULT_MAX_PIVOTS: u64 = 2_000_000;
+
+    /// No limit at all.
+    pub const NONE: Self = Self {
+        max_pivots: None,
+        max_seconds: None,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_pivots: Some(Self::DEFAULT_MAX_PIVOTS),
+            max_seconds: None,
+        }
+    }
+}
+
+/// What ended a step that went over its budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Overrun {
+    /// More pivots than [`Limits::max_pivots`].
+    Pivots(u64),
+    /// Longer than [`Limits::max_seconds`].
+    Seconds(f64),
+}
+
+const WITHIN: u8 = 0;
+const PIVOTS: u8 = 1;
+const SECONDS: u8 = 2;
+
+/// One step's budget: its limits, the pivots spent so far and whether it is
+/// spent.
+#[derive(Debug)]
+pub struct Budget {
+    limits: Limits,
+    deadline: Option<Instant>,
+    pivots: AtomicU64,
+    over: AtomicU8,
+}
+
+impl Budget {
+    /// A fresh budget with `limits`, its clock starting now.
+    pub fn start(limits: Limits) -> Arc<Self> {
+        let deadline = limits
+            .max_seconds
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .and_then(|d| Instant::now().checked_add(d));
+        Arc::new(Self {
+            limits,
+            deadline,
+            pivots: AtomicU64::new(0),
+            over: AtomicU8::new(WITHIN),
+        })
+    }
+
+    /// Pivots taken so far.
+    pub fn pivots(&self) -> u64 {
+        self.pivots.load(Ordering::Relaxed)
+    }
+
+    /// The limit the step went over, if it did.
+    pub fn overrun(&self) -> Option<Overrun> {
+        match self.over.load(Ordering::Relaxed) {
+            PIVOTS => self.limits.max_pivots.map(Overrun::Pivots),
+            SECONDS => self.limits.max_seconds.map(Overrun::Seconds),
+            _ => None,
+        }
+    }
+
+    /// Counts one pivot about to be taken; `true` when the budget does not
+    /// allow it (and from then on for every later pivot of the step).
+    fn take_pivot(&self) -> bool {
+        if self.over.load(Ordering::Relaxed) != WITHIN {
+            return true;
+        }
+        let spent = self.pivots.fetch_add(1, Ordering::Relaxed) + 1;
+        let over = if self.limits.max_pivots.is_some_and(|most| spent > most) {
+            PIVOTS
+        } else if self.deadline.is_some_and(|d| Instant::now() > d) {
+            SECONDS
+        } else {
+            return false;
+        };
+        // The refused pivot is not taken.
+        self.pivots.fetch_sub(1, Ordering::Relaxed);
+        self.over.store(over, Ordering::Relaxed);
+        true
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `budget` as this thread's budget (none: nothing is
+/// counted), then restores the one before, also when `f` panics.
+pub fn within<R>(budget: Option<Arc<Budget>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Budget>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let before = CURRENT.with(|c| c.replace(budget));
+    let _restore = Restore(before);
+    f()
+}
+
+/// This thread's budget, to hand to another thread that works for the same
+/// step.
+pub fn current() -> Option<Arc<Budget>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Counts one pivot against this thread's budget; `true` when the pivot is
+/// not allowed (the solve ends with [`super::LcpStatus::OverBudget`]).
+pub(crate) fn take_pivot() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|b| b.take_pivot()))
+}
+
+/// Whether this thread's budget is spent: a solver's fallbacks stop trying.
+pub fn spent() -> bool {
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|b| b.over.load(Ordering::Relaxed) != WITHIN)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pivot_past_the_limit_is_refused_and_every_later_one_too() {
+        let budget = Budget::start(Limits {
+            max_pivots: Some(3),
+            max_seconds: None,
+        });
+        let refused: Vec<bool> = within(Some(budget.clone()), || {
+            (0..5).map(|_| take_pivot()).collect()
+        });
+        assert_eq!(refused, [false, false, false, true, true]);
+        assert_eq!(budget.overrun(), Some(Overrun::Pivots(3)));
+        assert_eq!(budget.pivots(), 3);
+        assert!(!take_pivot(), "outside `within` nothing is counted");
+        assert!(!spent());
+    }
+
+    #[test]
+    fn a_deadline_in_the_past_refuses_the_first_pivot() {
+        let budget = Budget::start(Limits {
+            max_pivots: None,
+            max_seconds: Some(0.0),
+        });
+        std::thread::sleep(Duration::from_millis(1));
+        within(Some(budget.clone()), || {
+            assert!(take_pivot());
+            assert!(spent());
+        });
+        assert_eq!(budget.overrun(), Some(Overrun::Seconds(0.0)));
+    }
+
+    #[test]
+    fn the_budget_before_is_restored_after_a_panic() {
+        let outer = Budget::start(Limits::NONE);
+        within(Some(outer.clone()), || {
+            let inner = Budget::start(Limits::NONE);
+            let caught = std::panic::catch_unwind(|| within(Some(inner), || panic!("inside")));
+            assert!(caught.is_err());
+            assert!(current().is_some_and(|b| Arc::ptr_eq(&b, &outer)));
+        });
+        assert!(current().is_none());
+    }
+}
