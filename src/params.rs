@@ -232,6 +232,9 @@ pub struct Params {
     pub strict: bool,
 }
 
+/// The NSGS tolerance above which [`Params::warnings`] warns.
+pub const SOFT_TOLERANCE: f64 = 1e-2;
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -326,6 +329,21 @@ impl Params {
             FrictionCone::Circular => CIRCULAR_CONE_DIRECTIONS,
             FrictionCone::Pyramid => self.edges,
         }
+    }
+
+    /// What a valid setting will do that a user may not expect, one line
+    /// each: an NSGS tolerance above [`SOFT_TOLERANCE`] stops the sweeps at
+    /// impulses far from the solution, so contacts give (the tower falls at
+    /// 0.9, and the run ends well).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.solver == SolverKind::Nsgs && self.tolerance > SOFT_TOLERANCE {
+            out.push(format!(
+                "warning: NSGS tolerance {} is above {SOFT_TOLERANCE:e}: the sweeps stop at impulses that leave contacts soft (bodies sink, stacks may fall); 1e-4 is the default",
+                self.tolerance
+            ));
+        }
+        out
     }
 
     /// Checks every parameter against its range and against the model's

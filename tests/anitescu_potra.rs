@@ -780,3 +780,42 @@ fn w_by_components_is_the_dense_schur_complement_and_gives_the_same_lcp() {
         );
     }
 }
+
+/// A spring of rest length 0 is the isotropic ½γ|d|²: at k = 1e12 the ball
+/// hung from it sags by mg/k and stays there, its energy never rising. As
+/// the one measure |d|, whose direction flips across the anchor, it jumped
+/// between two states every step (`../shared/repro/r2/08_*`: 9.81 J and
+/// 30,084 J).
+#[test]
+fn a_stiff_spring_of_rest_length_zero_holds_its_ball_under_anitescu_potra() {
+    let scene = parse(
+        r#"Scene(
+    name: "hung",
+    params: (dt: 0.005, duration: 1.0, stepper: r#anitescu-potra),
+    system: Rigid((
+        dimension: Spatial,
+        gravity: (0.0, 0.0, -9.81),
+        bodies: [(name: "a", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 0.0, 1.0))],
+        surfaces: [(name: "table", normal: (0.0, 0.0, 1.0))],
+        elements: [(name: "s", kind: Spring, a: "a", at_b: (0.0, 0.0, 1.0), rest: 0.0, stiffness: 1e12)],
+    )),
+)"#,
+    );
+    let mut s = Simulation::new(scene);
+    let sag = 9.81 / 1e12;
+    let energy = |r: &contactlab::stepper::StepReport| r.kinetic_energy + r.potential_energy;
+    let mut last: Option<f64> = None;
+    common::run(&mut s, 1.0, |s, r| {
+        let z = s.state.q[2];
+        assert!((z - (1.0 - sag)).abs() < 1e-3 * sag, "t = {}: z = {z}", r.t);
+        let e = energy(r);
+        if let Some(before) = last {
+            assert!(
+                e <= before + 1e-9 * before.abs().max(1.0),
+                "t = {}: {before} → {e}",
+                r.t
+            );
+        }
+        last = Some(e);
+    });
+}

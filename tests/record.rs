@@ -305,6 +305,24 @@ fn bad_arguments_are_refused_cleanly() {
         &["--out", &out("clip.mp4"), "--speed", "0"],
         "--speed 0",
     );
+    // Negative values reach the range check (not clap's "use `-- -1`"), and
+    // a speed of 1e-300 is refused, not answered with a frame count of 300
+    // digits.
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--fps", "-1"],
+        "--fps -1: must be between 1 and 240",
+    );
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--speed", "-1"],
+        "--speed -1: must be between 0.001 and 1000",
+    );
+    refused(
+        &dir,
+        &["--out", &out("clip.mp4"), "--speed", "1e-300"],
+        "--speed 1e-300: must be between 0.001 and 1000",
+    );
     refused(&dir, &["--out", &out("clip.mp4"), "--mu=-1"], "--mu");
     refused(
         &dir,

@@ -224,6 +224,71 @@ fn a_body_starting_inside_a_surface_is_refused() {
     scene::parse(&resting, Path::new("ok.ron")).unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// The tolerance is relative to the scene's size but never above 1e-6 m: a
+/// plate 2,000 km wide, tilted by 1e-7 rad, starts 0.091 m inside the table
+/// (`../shared/repro/r2/03_*`).
+#[test]
+fn the_overlap_tolerance_has_an_absolute_bound() {
+    let text = r#"Scene(
+    name: "plate",
+    params: (dt: 0.005, duration: 1.0),
+    system: Rigid((
+        dimension: Spatial,
+        gravity: (0.0, 0.0, -9.81),
+        bodies: [
+            (name: "plate", shape: Box(half_extents: (1000000.0, 1000000.0, 0.001)), mass: 1.0, position: (0.0, 0.0, 0.01), orientation: AxisAngle((1, 0, 0), 1e-7)),
+        ],
+        surfaces: [(name: "table", normal: (0.0, 0.0, 1.0))],
+    )),
+)"#;
+    let e = error_of(text);
+    assert!(
+        e.contains(
+            "body `plate` starts 0.091 m inside surface `table` (more than the 1e-6 m tolerance)"
+        ),
+        "{e}"
+    );
+}
+
+/// A coordinate heads the columns `C` and `C.dot`; a name that repeats a
+/// column the CSV already has is refused (`../shared/repro/r2/06_*`).
+#[test]
+fn coordinate_names_that_repeat_a_csv_column_are_refused() {
+    let scene = |names: &str| {
+        format!(
+            r#"Scene(
+    name: "lin",
+    params: (dt: 0.001, duration: 0.1, stepper: r#moreau-jean),
+    system: Linear((
+        coordinates: {names},
+        mass: [[1.0, 0.0], [0.0, 1.0]],
+        force: [0.0, -9.81],
+        contacts: [(name: "floor", g0: 1.0, w_n: [0.0, 1.0], w_t: [1.0, 0.0])],
+        initial_position: [0.0, 0.0],
+        initial_velocity: [0.0, 0.0],
+    )),
+)"#
+        )
+    };
+    for (names, message) in [
+        (
+            r#"["t", "y"]"#,
+            "bad.ron:5:23: coordinates[0]: `t` would head the CSV column `t`, which the CSV already has; use another name",
+        ),
+        (
+            r#"["x", "kinetic_energy"]"#,
+            "bad.ron:5:28: coordinates[1]: `kinetic_energy` would head the CSV column `kinetic_energy`, which the CSV already has; use another name",
+        ),
+        (
+            r#"["x", "x.dot"]"#,
+            "bad.ron:5:28: coordinates[1]: `x.dot` would head the CSV column `x.dot`, which the CSV already has; use another name",
+        ),
+    ] {
+        assert_eq!(error_of(&scene(names)), message);
+    }
+    scene::parse(&scene(r#"["x", "y"]"#), Path::new("ok.ron")).unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn bodies_starting_inside_each_other_are_refused() {
     let text = GOOD.replace("position: (1.0, 0.0, 0.1)", "position: (0.15, 0.0, 0.1)");
@@ -367,6 +432,12 @@ fn masses_sizes_and_inertias_the_dynamics_divide_by_are_bounded_below() {
             "mass: 1.0,",
             "mass: 1.0, inertia: (5e-324, 0.004, 0.004),",
             "bodies[0].inertia: must be at least 1e-36 kg·m²",
+        ),
+        // No rigid body has these moments: Iz > Ix + Iy.
+        (
+            "mass: 1.0,",
+            "mass: 1.0, inertia: (1e-6, 1e-6, 10.0),",
+            "bodies[0].inertia: (0.000001, 0.000001, 10) kg·m² is no rigid body's: Iz = 10 exceeds Ix + Iy = 0.000002",
         ),
     ] {
         let e = error_of(&GOOD.replace(from, to));

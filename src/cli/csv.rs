@@ -8,6 +8,7 @@
 use crate::model::rigid::{position_size, velocity_size};
 use crate::model::{Dimension, Model, State};
 use crate::params::Params;
+use crate::scene::SUMMARY_COLUMNS;
 use crate::stepper::StepReport;
 
 /// The header row.
@@ -32,18 +33,7 @@ pub fn csv_header(model: &Model) -> String {
             }
         }
     }
-    cols.extend(
-        [
-            "kinetic_energy",
-            "potential_energy",
-            "active_contacts",
-            "lcp_size",
-            "lcp_pivots",
-            "min_gap",
-            "residual",
-        ]
-        .map(String::from),
-    );
+    cols.extend(SUMMARY_COLUMNS.map(String::from));
     cols.join(",")
 }
 

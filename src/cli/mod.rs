@@ -129,10 +129,11 @@ pub struct RecordArgs {
     pub out: PathBuf,
     /// Frames per second of the video [default: 60; 50 for a GIF, the most
     /// it can play].
-    #[arg(long)]
-    pub fps: Option<u32>,
-    /// Playback speed: simulated seconds per second of video (0.1 = 10× slow motion).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, allow_hyphen_values = true)]
+    pub fps: Option<i64>,
+    /// Playback speed: simulated seconds per second of video (0.1 = 10× slow
+    /// motion), 0.001–1000.
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub speed: f64,
     /// Frame size in pixels, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720")]

@@ -41,6 +41,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
     let params = apply_overrides(&scene, &args.overrides)?;
     let total = limits::check_steps(params.duration, params.dt, args.max_steps)?;
+    for warning in params.warnings() {
+        eprintln!("contactlab: {warning}");
+    }
     // From here on the run may take long (a first row and a first step of
     // thousands of bodies): the bar shows after a second whatever happens.
     let progress = Progress::start(total);

@@ -177,16 +177,37 @@ impl ForceElement {
         }
     }
 
-    /// φ, ∇φ, γ and δ at q.
+    /// φ, ∇φ, γ and δ at q: one measure, or for a distance element of
+    /// rest length 0 one per world axis ([`Self::isotropic`]).
     pub fn evaluate(
         &self,
         system: &RigidSystem,
         q: &DVector<f64>,
         defaults: Coefficients,
-    ) -> ElementState {
-        let mut gradient = DVector::zeros(system.dof());
-        let phi = self.measure_at(system, q) - self.rest;
+    ) -> Vec<ElementState> {
+        let state = |phi: f64, gradient: DVector<f64>| ElementState {
+            phi,
+            gradient,
+            stiffness: self.stiffness(defaults),
+            damping: self.damping(defaults),
+        };
         match self.measure {
+            Measure::Distance if self.isotropic() => {
+                // ½γ|d|² = Σₖ ½γ dₖ²: φₖ = dₖ along each world axis, with
+                // gradients defined everywhere.
+                let (pa, pb) = self.anchors(system, q);
+                let d = pa - pb;
+                let axes = match system.dimension {
+                    Dimension::Planar => 2,
+                    Dimension::Spatial => 3,
+                };
+                (0..axes)
+                    .map(|k| {
+                        let axis = Vector3::ith(k, 1.0);
+                        state(d[k], self.point_gradient(system, q, &pa, &pb, &axis))
+                    })
+                    .collect()
+            }
             Measure::Distance => {
                 let (pa, pb) = self.anchors(system, q);
                 let d = pa - pb;
@@ -197,29 +218,50 @@ impl ForceElement {
                 } else {
                     Vector3::x()
                 };
-                let mut column = gradient.column_mut(0);
-                system.add_point_gradient(q, self.a, &pa, &u, 1.0, &mut column);
-                if let Some(b) = self.b {
-                    system.add_point_gradient(q, b, &pb, &u, -1.0, &mut column);
-                }
+                let phi = d.norm() - self.rest;
+                vec![state(phi, self.point_gradient(system, q, &pa, &pb, &u))]
             }
             Measure::Angle => {
                 // dφ/dt = (ω_a − ω_b)·axis (exact in the plane; in space while
                 // the joint keeps the axes aligned).
+                let mut gradient = DVector::zeros(system.dof());
                 let axis = self.angle_axis(system, q);
                 let mut column = gradient.column_mut(0);
                 system.add_rotation_gradient(q, self.a, &axis, 1.0, &mut column);
                 if let Some(b) = self.b {
                     system.add_rotation_gradient(q, b, &axis, -1.0, &mut column);
                 }
+                vec![state(self.measure_at(system, q) - self.rest, gradient)]
             }
         }
-        ElementState {
-            phi,
-            gradient,
-            stiffness: self.stiffness(defaults),
-            damping: self.damping(defaults),
+    }
+
+    /// Whether the element is a distance element of rest length 0, taken as
+    /// the isotropic spring–damper ½γ|d|² (force −γd − δḋ): written as one
+    /// measure φₖ = dₖ per world axis. As the one measure |d| it would have
+    /// no direction at d = 0, and Anitescu–Potra's M̂ (32) would take only
+    /// the radial part γuuᵀ of its stiffness γI, so a stiff one flips across
+    /// its anchor from step to step.
+    pub fn isotropic(&self) -> bool {
+        self.measure == Measure::Distance && self.rest == 0.0
+    }
+
+    /// The gradient of u·(p_a − p_b) in velocity coordinates, u fixed.
+    fn point_gradient(
+        &self,
+        system: &RigidSystem,
+        q: &DVector<f64>,
+        pa: &Vector3<f64>,
+        pb: &Vector3<f64>,
+        u: &Vector3<f64>,
+    ) -> DVector<f64> {
+        let mut gradient = DVector::zeros(system.dof());
+        let mut column = gradient.column_mut(0);
+        system.add_point_gradient(q, self.a, pa, u, 1.0, &mut column);
+        if let Some(b) = self.b {
+            system.add_point_gradient(q, b, pb, u, -1.0, &mut column);
         }
+        gradient
     }
 }
 
@@ -237,8 +279,11 @@ pub fn element_forces(
     defaults: Coefficients,
 ) -> DVector<f64> {
     let mut k = DVector::zeros(system.dof());
-    for element in &system.elements {
-        let e = element.evaluate(system, q, defaults);
+    for e in system
+        .elements
+        .iter()
+        .flat_map(|element| element.evaluate(system, q, defaults))
+    {
         let magnitude = e.stiffness * e.phi + e.damping * e.gradient.dot(v);
         k -= e.gradient * magnitude;
     }

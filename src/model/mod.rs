@@ -265,7 +265,7 @@ impl Model {
             Self::Rigid(s) => s
                 .elements
                 .iter()
-                .map(|e| e.evaluate(s, q, coefficients(params)))
+                .flat_map(|e| e.evaluate(s, q, coefficients(params)))
                 .collect(),
             Self::Linear(_) => Vec::new(),
         }

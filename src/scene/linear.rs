@@ -4,7 +4,7 @@
 
 use super::magnitude::{MAX_MAGNITUDE, MIN_MASS_OR_SIZE};
 use super::spec::LinearSpec;
-use super::{Checker, SceneError, csv_column_name, impact_coefficients};
+use super::{Checker, SUMMARY_COLUMNS, SceneError, csv_column_name, impact_coefficients};
 use crate::model::{AffineContact, Harmonic, LinearSystem, Model, State};
 use nalgebra::{DMatrix, DVector};
 use std::collections::HashSet;
@@ -21,7 +21,13 @@ pub(super) fn build_linear(
             "a linear system needs at least one coordinate",
         ));
     }
-    let mut names = HashSet::new();
+    // Each coordinate heads two CSV columns, `C` and `C.dot`; neither may
+    // repeat a column of the CSV already taken.
+    let mut columns: HashSet<String> = ["t"]
+        .iter()
+        .chain(&SUMMARY_COLUMNS)
+        .map(|c| (*c).to_owned())
+        .collect();
     for (i, c) in spec.coordinates.iter().enumerate() {
         let written = format!("{c:?}");
         csv_column_name(
@@ -30,12 +36,23 @@ pub(super) fn build_linear(
             &["coordinates", &written],
             &format!("coordinates[{i}]"),
         )?;
-        if !names.insert(c) {
+        if spec.coordinates[..i].contains(c) {
             return Err(check.error(
                 &["coordinates"],
                 format!("coordinates[{i}]"),
                 format!("duplicate name `{c}`"),
             ));
+        }
+        for column in [c.clone(), format!("{c}.dot")] {
+            if !columns.insert(column.clone()) {
+                return Err(check.error(
+                    &["coordinates", &written],
+                    format!("coordinates[{i}]"),
+                    format!(
+                        "`{c}` would head the CSV column `{column}`, which the CSV already has; use another name"
+                    ),
+                ));
+            }
         }
     }
     let matrix =

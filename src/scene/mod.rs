@@ -490,6 +490,9 @@ fn build_body(
                     &name_of("inertia"),
                 )?;
             }
+            if dim == Dimension::Spatial {
+                triangle_inequality(j, check, &at("inertia"), &name_of("inertia"))?;
+            }
             Vector3::from(j)
         }
         None => default_inertia(&b.shape, b.mass, dim),
@@ -668,6 +671,46 @@ fn build_rigid(spec: &RigidSpec, check: &Checker<'_>) -> Result<(Model, State), 
     mechanism::build_mechanism(spec, &mut system, &q, check)?;
     Ok((Model::Rigid(system), State { q, v, t: 0.0 }))
 }
+
+/// The principal moments of inertia of any rigid body satisfy the triangle
+/// inequality, Iₐ ≤ I_b + I_c (each is an integral of a sum of two squared
+/// coordinates over the mass); a thin plate meets it with equality, which
+/// rounding may miss by a few ulps.
+fn triangle_inequality(
+    j: [f64; 3],
+    check: &Checker<'_>,
+    anchors: &[&str],
+    field: &str,
+) -> Result<(), SceneError> {
+    const AXES: [&str; 3] = ["x", "y", "z"];
+    for a in 0..3 {
+        let (b, c) = ((a + 1) % 3, (a + 2) % 3);
+        if j[a] > (j[b] + j[c]) * (1.0 + 1e-12) {
+            return Err(check.error(
+                anchors,
+                field,
+                format!(
+                    "({}, {}, {}) kg·m² is no rigid body's: I{} = {} exceeds I{} + I{} = {} (principal moments satisfy the triangle inequality)",
+                    j[0], j[1], j[2], AXES[a], j[a], AXES[b], AXES[c], j[b] + j[c]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The CSV columns after the bodies' or coordinates' own, one per step
+/// report quantity (`contactlab run`'s CSV): a coordinate may not be named
+/// as one of them.
+pub const SUMMARY_COLUMNS: [&str; 7] = [
+    "kinetic_energy",
+    "potential_energy",
+    "active_contacts",
+    "lcp_size",
+    "lcp_pivots",
+    "min_gap",
+    "residual",
+];
 
 /// Body and coordinate names head CSV columns (`NAME.x`, …), so they must
 /// be non-empty and hold no comma, double quote, line break or other control

@@ -90,6 +90,9 @@ impl SceneSource {
 pub fn load_simulation(path: &Path, overrides: &Overrides) -> Result<Simulation, String> {
     let scene = scene::load(path).map_err(|e| e.to_string())?;
     let params = apply_overrides(&scene, overrides)?;
+    for warning in params.warnings() {
+        eprintln!("contactlab: {warning}");
+    }
     let mut simulation = Simulation::with_params(scene, params);
     overrides.apply_settings(simulation.step_settings_mut());
     Ok(simulation)

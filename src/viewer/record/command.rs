@@ -6,6 +6,7 @@
 use super::burn_in_overlay;
 use super::{CaptureSource, Outcome, RecordSettings, Recording, add_capture_systems};
 use crate::record::{Format, VideoSpec, VideoWriter};
+use crate::scene::overlap::rounded;
 use crate::viewer::camera::OffscreenTarget;
 use crate::viewer::panel::PanelLayout;
 use bevy::app::ScheduleRunnerPlugin;
@@ -18,27 +19,42 @@ use bevy_egui::EguiPrimaryContextPass;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::{Duration, Instant};
 
+/// The slowest and fastest playback `--speed`: 1,000× slow motion to 1,000×
+/// fast forward.
+const MIN_SPEED: f64 = 1e-3;
+/// See [`MIN_SPEED`].
+const MAX_SPEED: f64 = 1e3;
+/// The most frames a recording takes.
+const MAX_FRAMES: f64 = 1e7;
+
 /// `contactlab record SCENE --out FILE|DIR/ …`: records the scene from its
 /// start, headless of any interaction, then exits.
 pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
     let format = Format::of_path(&args.out)?;
     let (width, height) = crate::record::parse_size(&args.size)?;
-    if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1000.0) {
+    if !(MIN_SPEED..=MAX_SPEED).contains(&args.speed) {
         return Err(format!(
-            "--speed {}: must be a positive number up to 1000",
-            args.speed
+            "--speed {}: must be between {MIN_SPEED} and {MAX_SPEED} (simulated seconds per second of video)",
+            rounded(args.speed)
         ));
     }
     let msaa = crate::viewer::msaa_samples(args.msaa)?;
-    let fps = args.fps.unwrap_or_else(|| format.default_fps());
+    let most = crate::record::MAX_FPS;
+    let fps = match args.fps {
+        None => format.default_fps(),
+        Some(fps) => u32::try_from(fps)
+            .ok()
+            .filter(|f| (1..=most).contains(f))
+            .ok_or_else(|| format!("--fps {fps}: must be between 1 and {most}"))?,
+    };
     let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
     let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
     let spec = spec.with_palette_hints(crate::viewer::visuals::palette_hints(&simulation));
     let duration = simulation.params.duration;
     let frames = (duration / args.speed * fps as f64).round();
-    if !(1.0..=1e7).contains(&frames) {
+    if !(1.0..=MAX_FRAMES).contains(&frames) {
         return Err(format!(
-            "--duration {duration}: gives {frames} frames at --fps {} --speed {}",
+            "--duration {duration}: gives {frames:.3e} frames at --fps {} --speed {}, and a recording has 1 to {MAX_FRAMES:e}",
             fps, args.speed
         ));
     }
