@@ -13,10 +13,8 @@
 //! parks; the caller spins while the helper finishes its half. A join that
 //! finds the helper busy (another solve holds it) runs both closures on the
 //! caller's thread: what a solve computes never depends on which thread ran
-//! which half. The helper runs each job under the caller's step budget
-//! ([`crate::lcp::budget`]).
+//! which half.
 
-use crate::lcp::budget;
 use std::cell::UnsafeCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -103,11 +101,9 @@ impl PairThread {
             return;
         };
         let mut theirs = Some(theirs);
-        // The helper works for the caller's step, under its budget.
-        let mut budget = Some(budget::current());
         let mut call = move || {
             if let Some(f) = theirs.take() {
-                budget::within(budget.take().flatten(), f);
+                f();
             }
         };
         let job: *mut (dyn FnMut() + Send + '_) = &mut call;

@@ -427,6 +427,27 @@ fn the_step_budget_stops_the_run_in_one_line_and_keeps_the_csv() {
         assert!(err.contains(&format!("{rows} rows kept in")), "{err}");
         std::fs::remove_file(&partial).expect("partial");
     }
+    // NSGS's local solves on the pyramid pivot too, but they are its
+    // kernels, not the step's LCP: no budget counts them.
+    let out = contactlab(&[
+        "run",
+        "scenes/box_stack.ron",
+        "--duration",
+        "0.05",
+        "--solver",
+        "nsgs",
+        "--cone",
+        "pyramid",
+        "--max-step-pivots",
+        "1",
+        "--csv",
+        csv.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Within the default budget the same steps are taken.
     let out = contactlab(&[
         "run",

@@ -47,7 +47,7 @@ fn skipped(path: &std::path::Path, stepper: StepperKind) -> bool {
 }
 
 #[test]
-#[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn every_shipped_scene_runs_under_every_stepper_it_accepts() {
     let paths = common::shipped_scenes();
     let (mut runs, mut refused) = (0, 0);

@@ -212,7 +212,7 @@ fn nsgs_on_the_pyramid_follows_lemke_while_the_pile_lands() {
 }
 
 #[test]
-#[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn nsgs_on_the_pyramid_solves_the_pile_and_follows_lemke_while_the_pile_lets_it() {
     let PyramidPile {
         unique,

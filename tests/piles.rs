@@ -71,7 +71,7 @@ fn the_piles_keep_their_gaps_and_energy_while_they_land() {
 }
 
 #[test]
-#[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn pile_keeps_its_gaps_and_energy_for_five_seconds() {
     let mut sim = common::load_simulation("pile.ron");
     let (deepest, rise, unsolved, costs) = guarantees_and_costs(&mut sim, 5.0);
@@ -177,7 +177,7 @@ fn pile_100_is_the_generated_pile_of_100() {
 /// in a step. Measured: deepest −3.5e-8 m, largest rise 1.9e-16 of the step
 /// before's energy, one step halved.
 #[test]
-#[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn pile_100_runs_5_s_with_every_lcp_solved_and_no_gap_below_a_micrometre() {
     let mut sim = common::load_simulation("pile_100.ron");
     let (deepest, rise, unsolved, _) = guarantees_and_costs(&mut sim, 5.0);
@@ -216,7 +216,7 @@ fn the_wall_stands_with_its_gaps_and_energy_in_one_solve_a_step() {
 /// 26 of the 40 bricks by more than 1 cm (the farthest 0.90 m), and after
 /// t = 4 s no step takes a pivot (3,683,315 pivots in all).
 #[test]
-#[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn the_wall_hit_by_the_ball_keeps_its_gaps_and_energy_for_five_seconds() {
     let mut sim = common::load_simulation("wall.ron");
     let start = sim.state.q.clone();

@@ -10,8 +10,10 @@
 //! that was exceeded.
 //!
 //! The budget travels with the thread that runs the step ([`within`]), so
-//! the solvers need no parameter for it; [`crate::pair_thread`] carries it
-//! to its helper with each job. Outside [`within`] nothing is counted.
+//! the solvers need no parameter for it; the Lemke islands solved on the
+//! second thread take it along. Outside [`within`] nothing is counted, and
+//! NSGS's local solves run outside it: they are its kernels, not the step's
+//! LCP.
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use super::options::{NsgsOptions, SolverOptions};
 use super::problem::{ContactProblem, Layout, friction_starts};
 use super::solution::{ContactSolution, Unknowns};
 use super::warm::{Form, LastImpulses, WarmStart};
+use crate::lcp::budget;
 use crate::model::MassInverse;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -146,7 +147,11 @@ impl ContactSolver {
         options: &SolverOptions,
         buffers: &mut SolveBuffers,
     ) -> ContactSolution {
-        let solved = nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs);
+        // NSGS's local Lemke solves (a contact's pyramid, once a sweep) are
+        // its own kernels, not the step's LCP: they count against no budget.
+        let solved = budget::within(None, || {
+            nsgs::solve(problem, w, &self.impulses, limits, &mut buffers.nsgs)
+        });
         let layout = Layout::of(problem.contacts);
         let starts = friction_starts(problem.contacts);
         if solved.status.advances() {

@@ -16,8 +16,8 @@
 //! CSV or the `lcp` lines, and a failed run leaves an earlier CSV alone.
 //!
 //! The four tests share 1,000 cases (about ten seconds on two cores); the
-//! long suite's `long::*` (ignored, `cargo test --no-default-features --
-//! --ignored`) run the same generators over
+//! long suite's `long::*` (ignored, `cargo test --release
+//! --no-default-features -- --ignored`) run the same generators over
 //! 5,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four
 //! tests instead, `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A
 //! failing case prints its seed and keeps its files under the target
@@ -237,25 +237,25 @@ fn dat_files() {
 /// suite's seeds).
 mod long {
     #[test]
-    #[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
     fn scene_mutations() {
         super::fuzz_scene_mutations(super::LONG_CASES);
     }
 
     #[test]
-    #[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
     fn random_scenes() {
         super::fuzz_random_scenes(super::LONG_CASES);
     }
 
     #[test]
-    #[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
     fn command_lines() {
         super::fuzz_command_lines(super::LONG_CASES);
     }
 
     #[test]
-    #[ignore = "long suite: cargo test --no-default-features -- --ignored"]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
     fn dat_files() {
         super::fuzz_dat_files(super::LONG_CASES);
     }

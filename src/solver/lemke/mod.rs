@@ -18,6 +18,7 @@ use self::island::IslandJob;
 use self::islands::global_indices;
 use self::ladder::first_level;
 use self::operator::ContactLcp;
+use crate::lcp::budget;
 use crate::lcp::{self, Lcp, LcpMatrix, LcpSolution, LcpStatus, LemkeOptions};
 use crate::model::ContactId;
 use crate::solver::options::SolverOptions;
@@ -318,11 +319,17 @@ impl ContactSolver {
             Some(pair) => {
                 let queue = island::Queue::largest_first(jobs, &first.todo);
                 let this = &*self;
+                // The helper's pivots count against this step's budget too.
+                let budget = budget::current();
                 crate::pair_thread::both(
                     Some(pair),
                     true,
                     || this.solve_taken(&shared, jobs, islands, first, &queue),
-                    || this.solve_taken(&shared, jobs, islands, second, &queue),
+                    || {
+                        budget::within(budget, || {
+                            this.solve_taken(&shared, jobs, islands, second, &queue)
+                        })
+                    },
                 );
             }
             None => self.solve_jobs(&shared, jobs, islands, first, solution.lcp.as_mut()),
