@@ -473,6 +473,54 @@ fn the_step_budget_stops_the_run_in_one_line_and_keeps_the_csv() {
     }
 }
 
+/// A CSV destination that is not a regular file (a named pipe here; a
+/// device such as /dev/null alike) is written in place: a file renamed over
+/// it would replace it (`../shared/repro/r2/10_csv_device.sh`).
+#[cfg(unix)]
+#[test]
+fn a_pipe_or_device_given_as_csv_is_written_in_place() {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let dir = temp_dir("pipe");
+    let fifo = dir.join("rows");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reading = fifo.clone();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let read = std::fs::File::open(&reading).and_then(|mut f| f.read_to_string(&mut text));
+        let _ = tx.send(read.map(|_| text));
+    });
+    let out = contactlab(&[
+        "run",
+        "scenes/four_balls.ron",
+        "--duration",
+        "0.1",
+        "--csv",
+        fifo.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the run wrote into the pipe")
+        .expect("read");
+    // A row for t = 0 and one for each of the 40 steps of 2.5 ms.
+    assert_eq!(assert_whole_rows(&text), 1 + 40);
+    let kind = std::fs::symlink_metadata(&fifo)
+        .expect("still there")
+        .file_type();
+    assert!(kind.is_fifo(), "replaced by {kind:?}");
+    assert!(!dir.join("rows.partial").exists());
+}
+
 /// SIGTERM (what `kill` and `timeout` send) stops a run after its step: the
 /// earlier CSV is untouched, the rows so far are whole in OUT.partial, and
 /// the exit code is 128 + 15.

@@ -3,9 +3,13 @@
 //! interrupted run leaves any earlier `OUT` as it was and its own rows, up to
 //! the last whole one, in `OUT.partial`, whose name says what it is (a run
 //! killed outright, by SIGKILL or power loss, leaves the same).
+//!
+//! An `OUT` that exists and is not a regular file — a device such as
+//! `/dev/null`, a named pipe — is written in place: a file renamed over it
+//! would replace the device (as root, `/dev/null` itself).
 
 use super::limits::human_bytes;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -13,8 +17,9 @@ use std::path::{Path, PathBuf};
 pub struct CsvOutput {
     /// Where the complete file goes.
     destination: PathBuf,
-    /// Where it is written until then.
-    partial: PathBuf,
+    /// Where it is written until then; `None`: in place (a device or a
+    /// pipe).
+    partial: Option<PathBuf>,
     out: BufWriter<File>,
     /// Bytes written so far.
     bytes: u64,
@@ -39,12 +44,26 @@ impl CsvOutput {
         if destination.is_dir() {
             return Err(format!("--csv {shown}: is a directory"));
         }
+        if std::fs::metadata(destination).is_ok_and(|m| !m.is_file()) {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(destination)
+                .map_err(|e| format!("--csv {shown}: cannot open it for writing: {e}"))?;
+            return Ok(Self {
+                destination: destination.to_owned(),
+                partial: None,
+                out: BufWriter::new(file),
+                bytes: 0,
+                limit,
+                lines: 0,
+            });
+        }
         let partial = partial_path(destination);
         let file = File::create(&partial)
             .map_err(|e| format!("--csv {shown}: cannot create {}: {e}", partial.display()))?;
         Ok(Self {
             destination: destination.to_owned(),
-            partial,
+            partial: Some(partial),
             out: BufWriter::new(file),
             bytes: 0,
             limit,
@@ -63,36 +82,45 @@ impl CsvOutput {
             ));
         }
         writeln!(self.out, "{text}")
-            .map_err(|e| format!("writing {}: {e}", self.partial.display()))?;
+            .map_err(|e| format!("writing {}: {e}", self.written().display()))?;
         self.bytes += len;
         self.lines += 1;
         Ok(())
+    }
+
+    /// The file the rows go to.
+    fn written(&self) -> &Path {
+        self.partial.as_deref().unwrap_or(&self.destination)
     }
 
     /// Writes out what is buffered and leaves the file as `OUT.partial`;
     /// returns where it is, for the error message.
     pub fn keep_partial(mut self) -> String {
         let _ = self.out.flush();
-        format!(
-            "{} rows kept in {}",
-            self.lines.saturating_sub(1),
-            self.partial.display()
-        )
+        let rows = self.lines.saturating_sub(1);
+        match &self.partial {
+            Some(partial) => format!("{rows} rows kept in {}", partial.display()),
+            None => format!("{rows} rows written to {}", self.destination.display()),
+        }
     }
 
     /// Completes the file: flushed, synced and renamed to `OUT` (replacing
-    /// an earlier one only now).
+    /// an earlier one only now); written in place, only flushed.
     pub fn commit(self) -> Result<(), String> {
-        let partial = self.partial.display().to_string();
+        let written = self.written().display().to_string();
         let file = self
             .out
             .into_inner()
-            .map_err(|e| format!("writing {partial}: {}", e.error()))?;
+            .map_err(|e| format!("writing {written}: {}", e.error()))?;
+        let Some(partial) = &self.partial else {
+            return Ok(());
+        };
+        let partial_shown = partial.display();
         file.sync_all()
-            .map_err(|e| format!("writing {partial}: {e}"))?;
-        std::fs::rename(&self.partial, &self.destination).map_err(|e| {
+            .map_err(|e| format!("writing {partial_shown}: {e}"))?;
+        std::fs::rename(partial, &self.destination).map_err(|e| {
             format!(
-                "--csv {}: cannot rename the complete {partial} to it: {e}",
+                "--csv {}: cannot rename the complete {partial_shown} to it: {e}",
                 self.destination.display()
             )
         })
