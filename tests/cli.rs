@@ -561,6 +561,44 @@ fn sigterm_keeps_whole_rows_in_the_partial_file() {
     assert!(assert_whole_rows(&std::fs::read_to_string(&partial).expect("partial")) >= 1);
 }
 
+/// Two SIGINTs 1 ms apart (a key held down) are one request: the run stops
+/// after its step with its one line, and the rows in OUT.partial are whole.
+#[cfg(unix)]
+#[test]
+fn two_signals_at_once_are_one_request() {
+    let dir = temp_dir("twice");
+    let csv = dir.join("pile.csv");
+    let partial = dir.join("pile.csv.partial");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_contactlab"))
+        .args(["run", "scenes/pile_100.ron", "--duration", "500", "--csv"])
+        .arg(&csv)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    while !partial.exists() {
+        assert!(child.try_wait().expect("wait").is_none(), "ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = child.id();
+    let kill = Command::new("sh")
+        .args([
+            "-c",
+            &format!("kill -INT {pid}; sleep 0.001; kill -INT {pid}"),
+        ])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("interrupted by SIGINT before step "), "{err}");
+    let text = std::fs::read_to_string(&partial).expect("partial");
+    assert!(assert_whole_rows(&text) >= 1);
+    assert!(!csv.exists());
+}
+
 /// Guard rails: each a one-line refusal before any output, naming the flag
 /// that lifts it; the flag lifts it.
 #[test]

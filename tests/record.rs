@@ -543,8 +543,9 @@ fn memory_does_not_grow_with_the_frame_count() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `record` killed by SIGTERM (what `kill` and `timeout` send) ends at its
-/// next frame and leaves nothing behind: no video, no `.partial` file.
+/// `record` killed by SIGTERM (what `kill` and `timeout` send), twice 1 ms
+/// apart, ends at its next frame and leaves nothing behind: no video, no
+/// `.partial` file (the second signal is the same request).
 #[cfg(unix)]
 #[test]
 fn sigterm_leaves_no_partial_files() {
@@ -574,8 +575,12 @@ fn sigterm_leaves_no_partial_files() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+    let pid = child.id();
+    let kill = Command::new("sh")
+        .args([
+            "-c",
+            &format!("kill -TERM {pid}; sleep 0.001; kill -TERM {pid}"),
+        ])
         .status()
         .expect("kill");
     assert!(kill.success());

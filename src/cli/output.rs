@@ -1,8 +1,9 @@
 //! Nothing lost: `run` writes its CSV to `OUT.partial` beside `OUT` and
 //! renames it to `OUT` only when the run completes. A failed, refused or
 //! interrupted run leaves any earlier `OUT` as it was and its own rows, up to
-//! the last whole one, in `OUT.partial`, whose name says what it is (a run
-//! killed outright, by SIGKILL or power loss, leaves the same).
+//! the last whole one, in `OUT.partial`, whose name says what it is. The rows
+//! reach the file in blocks that end at a row's end, so a run killed
+//! outright (SIGKILL, a second signal) leaves only whole rows there too.
 //!
 //! An `OUT` that exists and is not a regular file — a device such as
 //! `/dev/null`, a named pipe — is written in place: a file renamed over it
@@ -10,7 +11,7 @@
 
 use super::limits::human_bytes;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A CSV being written.
@@ -20,7 +21,9 @@ pub struct CsvOutput {
     /// Where it is written until then; `None`: in place (a device or a
     /// pipe).
     partial: Option<PathBuf>,
-    out: BufWriter<File>,
+    out: File,
+    /// Whole rows not yet written to `out`.
+    buffer: Vec<u8>,
     /// Bytes written so far.
     bytes: u64,
     /// The most it may take (`--max-csv-size`).
@@ -28,6 +31,9 @@ pub struct CsvOutput {
     /// Lines written so far.
     lines: u64,
 }
+
+/// Bytes of whole rows gathered before they are written in one call.
+const BLOCK: usize = 64 << 10;
 
 /// `OUT.partial` for `OUT`.
 pub fn partial_path(destination: &Path) -> PathBuf {
@@ -52,7 +58,8 @@ impl CsvOutput {
             return Ok(Self {
                 destination: destination.to_owned(),
                 partial: None,
-                out: BufWriter::new(file),
+                out: file,
+                buffer: Vec::with_capacity(BLOCK),
                 bytes: 0,
                 limit,
                 lines: 0,
@@ -64,7 +71,8 @@ impl CsvOutput {
         Ok(Self {
             destination: destination.to_owned(),
             partial: Some(partial),
-            out: BufWriter::new(file),
+            out: file,
+            buffer: Vec::with_capacity(BLOCK),
             bytes: 0,
             limit,
             lines: 0,
@@ -81,11 +89,21 @@ impl CsvOutput {
                 human_bytes(self.limit as f64)
             ));
         }
-        writeln!(self.out, "{text}")
-            .map_err(|e| format!("writing {}: {e}", self.written().display()))?;
+        self.buffer.extend_from_slice(text.as_bytes());
+        self.buffer.push(b'\n');
         self.bytes += len;
         self.lines += 1;
+        if self.buffer.len() >= BLOCK {
+            self.flush()?;
+        }
         Ok(())
+    }
+
+    /// Writes the gathered rows to the file, in one call.
+    fn flush(&mut self) -> Result<(), String> {
+        let written = self.out.write_all(&self.buffer);
+        self.buffer.clear();
+        written.map_err(|e| format!("writing {}: {e}", self.written().display()))
     }
 
     /// The file the rows go to.
@@ -96,7 +114,7 @@ impl CsvOutput {
     /// Writes out what is buffered and leaves the file as `OUT.partial`;
     /// returns where it is, for the error message.
     pub fn keep_partial(mut self) -> String {
-        let _ = self.out.flush();
+        let _ = self.flush();
         let rows = self.lines.saturating_sub(1);
         match &self.partial {
             Some(partial) => format!("{rows} rows kept in {}", partial.display()),
@@ -106,17 +124,14 @@ impl CsvOutput {
 
     /// Completes the file: flushed, synced and renamed to `OUT` (replacing
     /// an earlier one only now); written in place, only flushed.
-    pub fn commit(self) -> Result<(), String> {
-        let written = self.written().display().to_string();
-        let file = self
-            .out
-            .into_inner()
-            .map_err(|e| format!("writing {written}: {}", e.error()))?;
+    pub fn commit(mut self) -> Result<(), String> {
+        self.flush()?;
         let Some(partial) = &self.partial else {
             return Ok(());
         };
         let partial_shown = partial.display();
-        file.sync_all()
+        self.out
+            .sync_all()
             .map_err(|e| format!("writing {partial_shown}: {e}"))?;
         std::fs::rename(partial, &self.destination).map_err(|e| {
             format!(

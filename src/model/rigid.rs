@@ -180,19 +180,23 @@ impl RigidSystem {
     pub fn max_point_speed(&self, v: &DVector<f64>) -> f64 {
         (0..self.bodies.len())
             .filter(|&i| !self.is_fixed(i))
-            .map(|i| {
-                let block = self.block(i);
-                let s = &v.as_slice()[block.start..block.start + block.len];
-                let (linear, angular) = match self.dimension {
-                    Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
-                    Dimension::Spatial => (
-                        Vector3::new(s[0], s[1], s[2]).norm(),
-                        Vector3::new(s[3], s[4], s[5]).norm(),
-                    ),
-                };
-                linear + angular * self.bodies[i].shape.bounding_radius()
-            })
+            .map(|i| self.point_speed(v, i))
             .fold(0.0, f64::max)
+    }
+
+    /// The fastest speed of any point of body i at velocity v: |v| + |ω|·r
+    /// with r its bounding radius, m/s.
+    pub fn point_speed(&self, v: &DVector<f64>, i: usize) -> f64 {
+        let block = self.block(i);
+        let s = &v.as_slice()[block.start..block.start + block.len];
+        let (linear, angular) = match self.dimension {
+            Dimension::Planar => (s[0].hypot(s[1]), s[2].abs()),
+            Dimension::Spatial => (
+                Vector3::new(s[0], s[1], s[2]).norm(),
+                Vector3::new(s[3], s[4], s[5]).norm(),
+            ),
+        };
+        linear + angular * self.bodies[i].shape.bounding_radius()
     }
 
     /// Whether body i is fixed in place.

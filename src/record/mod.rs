@@ -259,6 +259,9 @@ pub struct Summary {
     pub frames: u64,
     /// Bytes written (all files).
     pub bytes: u64,
+    /// Frames of an earlier recording in the PNG directory, past this one's
+    /// last, that were removed (so the directory holds one recording).
+    pub stale: u64,
 }
 
 impl VideoWriter {
@@ -362,6 +365,7 @@ impl VideoWriter {
             None => Err("the writer is closed".to_owned()),
         }
         .map_err(|e| format!("{out}: {e}"))?;
+        let mut stale = 0;
         match self.spec.format {
             Format::PngSequence => {
                 let dir = &self.spec.path;
@@ -372,6 +376,8 @@ impl VideoWriter {
                             .map_err(|e| format!("{out}: {e}"))?;
                     }
                     std::fs::remove_dir(&self.temp).map_err(|e| format!("{out}: {e}"))?;
+                    stale =
+                        remove_frames_from(dir, self.frames).map_err(|e| format!("{out}: {e}"))?;
                 } else {
                     std::fs::rename(&self.temp, dir).map_err(|e| format!("{out}: {e}"))?;
                 }
@@ -385,8 +391,29 @@ impl VideoWriter {
             path: self.spec.path.clone(),
             frames: self.frames,
             bytes,
+            stale,
         })
     }
+}
+
+/// Removes the frames `frame_N.png` of `dir` with N ≥ `first` (an earlier,
+/// longer recording's), and nothing else; how many it removed.
+fn remove_frames_from(dir: &Path, first: u64) -> std::io::Result<u64> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let index = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("frame_")?.strip_suffix(".png"))
+            .filter(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u64>().ok());
+        if index.is_some_and(|i| i >= first) && entry.file_type()?.is_file() {
+            std::fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 impl Drop for VideoWriter {
@@ -529,6 +556,45 @@ mod tests {
         assert!(spec(321, 241, 30, "a.gif").is_ok());
         assert!(spec(320, 240, 0, "a.png/").is_err());
         assert!(spec(320, 240, 60, "a.gif").is_err());
+    }
+
+    /// PNG frames recorded into a directory that holds a longer earlier
+    /// recording replace it: its frames past the new last one are removed,
+    /// other files are left alone.
+    #[test]
+    fn png_frames_replace_an_earlier_recording() {
+        let dir = std::env::temp_dir().join(format!("contactlab-png-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a directory");
+        for i in 0..10 {
+            std::fs::write(dir.join(png_out::frame_name(i)), b"OLD").expect("old frame");
+        }
+        std::fs::write(dir.join("notes.txt"), b"mine").expect("a file");
+        std::fs::write(dir.join("frame_7.png"), b"not ours").expect("a file");
+        let spec = VideoSpec::new(dir.clone(), 16, 16, 10).expect("a spec");
+        let mut writer = VideoWriter::create(&spec).expect("created");
+        for _ in 0..2 {
+            writer.push(&[128; 16 * 16 * 4]).expect("a frame");
+        }
+        let summary = writer.finish().expect("finished");
+        assert_eq!((summary.frames, summary.stale), (2, 8));
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("listed")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "frame_000000.png",
+                "frame_000001.png",
+                "frame_7.png",
+                "notes.txt"
+            ]
+        );
+        let first = std::fs::read(dir.join("frame_000000.png")).expect("a frame");
+        assert_ne!(first, b"OLD");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

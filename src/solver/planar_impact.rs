@@ -33,8 +33,9 @@ pub struct PlanarContact {
     pub w_t: Option<DVector<f64>>,
     /// Friction coefficient μ.
     pub mu: f64,
-    /// Normal restitution ε_N.
-    pub eps_n: f64,
+    /// The normal term of the law, ξ_N = γ_N^E + this: ε_N γ_N^A for
+    /// Newton's law (12).
+    pub normal_term: f64,
     /// Tangential restitution ε_T.
     pub eps_t: f64,
 }
@@ -120,7 +121,7 @@ impl PlanarImpactLcp {
         let jt_free = jacobian.tr_mul(free);
         let jt_start = jacobian.tr_mul(u_a);
         for (i, c) in contacts.iter().enumerate() {
-            b[i] = jt_free[i] + c.eps_n * jt_start[i];
+            b[i] = jt_free[i] + c.normal_term;
         }
         for (r, &i) in friction_of.iter().enumerate() {
             b[k + r] = jt_free[k + r] + contacts[i].eps_t * jt_start[k + r];
@@ -290,7 +291,7 @@ mod tests {
                         .random_bool(0.7)
                         .then(|| DVector::from_fn(dof, |_, _| rng.random_range(-1.0..1.0))),
                     mu: rng.random_range(0.0..1.0),
-                    eps_n: rng.random_range(0.0..1.0),
+                    normal_term: rng.random_range(-1.0..1.0),
                     eps_t: 0.0,
                 })
                 .collect();

@@ -118,7 +118,7 @@ impl Scheme for AnitescuPotra {
             step.geometry.gaps(&q_new, 0.0, &mut sc.after);
             let chosen: BTreeSet<ContactId> = selected.iter().map(|c| c.id).collect();
             // Contacts that closed within the step: (gap before, gap after).
-            let colliding: Vec<(ContactId, f64, f64)> = sc
+            let mut colliding: Vec<(ContactId, f64, f64)> = sc
                 .after
                 .iter()
                 .filter(|(id, gap)| *gap < 0.0 && !chosen.contains(id))
@@ -129,6 +129,23 @@ impl Scheme for AnitescuPotra {
                         .map(|k| (id, k.gap, gap))
                 })
                 .collect();
+            // And those the step passed through: open at both ends (a body
+            // faster than its obstacle is thick), their linearized gap
+            // crossing zero where the path finds them touching.
+            let clock = Instant::now();
+            let velocity = &solved.solved.velocity;
+            for k in candidates {
+                let through = k.gap + remaining * k.jacobian.normal_dot(velocity);
+                if k.gap > touch
+                    && through < 0.0
+                    && !chosen.contains(&k.id)
+                    && !colliding.iter().any(|c| c.0 == k.id)
+                    && passes(model, &q, velocity, remaining, k, through, touch)
+                {
+                    colliding.push((k.id, k.gap, through));
+                }
+            }
+            step.geometry.add_time(clock.elapsed());
             if colliding.is_empty() || round == settings.max_collisions {
                 active = still_active(&selected, &solved, settings);
                 active.extend(colliding.iter().map(|c| c.0));
@@ -225,6 +242,7 @@ impl Scheme for AnitescuPotra {
             missing: EndGap::Open,
             active,
             gap_bound: None,
+            nearest: f64::INFINITY,
         })
     }
 }
@@ -482,6 +500,27 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
 /// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the
 /// path q + s h v: regula falsi (Illinois) on its gap from the linear estimate,
 /// so the impact is solved where the gap is zero to within `tolerance`.
+/// Whether the path q + s·h·v meets `contact` (gap g₀ at s = 0, linearized
+/// gap `through` < 0 at s = 1) at the linear estimate s = g₀/(g₀ − through):
+/// its gap there is at most `tolerance`. A contact that turns away before it
+/// closes does not; a thin obstacle passed in one step does.
+fn passes(
+    model: &Model,
+    q: &DVector<f64>,
+    v: &DVector<f64>,
+    h: f64,
+    contact: &Contact,
+    through: f64,
+    tolerance: f64,
+) -> bool {
+    let s = contact.gap / (contact.gap - through);
+    let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
+    collision::gaps(model, &model.integrate(q, v, s * h), reach)
+        .into_iter()
+        .find(|c| c.0 == contact.id)
+        .is_some_and(|c| c.1 <= tolerance.max(1e-9 * contact.gap))
+}
+
 fn collision_fraction(
     model: &Model,
     q: &DVector<f64>,

@@ -204,11 +204,15 @@ impl Stepper {
             &mut work.gap_lookup,
             &mut reports,
         );
-        let min_gap = buffers
-            .end_gaps
-            .iter()
-            .map(|(_, gap)| *gap)
-            .fold(f64::INFINITY, f64::min);
+        let min_gap = if buffers.end_gaps.is_empty() {
+            advance.nearest
+        } else {
+            buffers
+                .end_gaps
+                .iter()
+                .map(|(_, gap)| *gap)
+                .fold(f64::INFINITY, f64::min)
+        };
         memory.active = advance.active;
         let gap_bound = advance.gap_bound;
         let solution = advance.solution;

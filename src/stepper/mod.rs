@@ -11,6 +11,7 @@
 
 pub mod anitescu_potra;
 pub mod driver;
+pub mod guard;
 pub mod moreau_jean;
 pub mod projection;
 pub mod report;

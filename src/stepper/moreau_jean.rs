@@ -21,23 +21,38 @@
 //! [`impact`] gives post-impact velocities.
 //!
 //! The index set 𝓗 of step 3b grows predictively: a contact that u^E would
-//! close by t^E joins it and (17) is solved again
-//! ([`StepSettings::activation_lead`]);
-//! NSGS lets such contacts join during its sweeps instead, one solve a step
-//! ([`super::solve::Activation`]). So
-//! bodies overlap by up to about (h/2)·|γ_N| during an impact and are not
-//! pushed back: while a contact overlaps it stays in 𝓗 and is held on
-//! velocity level only.
+//! close by t^E, g(q^M) + γh·γ_N(u^E) < 0, joins it and (17) is solved
+//! again ([`StepSettings::activation_lead`]); NSGS lets such contacts join
+//! during its sweeps instead, one solve a step ([`crate::solver::Activation`]).
+//! A contact that joins while still open (g(q^M) > 0) has not been struck
+//! yet: with ε_N = 0 its law is on the end gap, ξ_N = γ_N^E + g(q^M)/(γh) ≥ 0
+//! (with γ = ½, g(q^E) ≥ 0 to first order), so its bodies close it and end
+//! touching rather than stopping short of it; with ε_N > 0 Newton's law
+//! (12) holds as for a closed contact, so the rebound keeps ε_N of the
+//! approach speed.
+//!
+//! Held on velocity level only, a contact that the first half-step carries
+//! past touching would stay overlapped by (h/2)|γ_N|, and a body faster
+//! than its obstacle is thick would pass it before any contact is looked
+//! for. Rigid bodies therefore take a guarded midpoint ([`super::guard`]):
+//! the contacts that the bodies can reach within the first half-step,
+//! found at q^A with each body's own reach (as Stewart–Trinkle finds its
+//! contacts), whose linearized gap g(q^A) + (h/2)γ_N(u^A) falls below
+//! min(g(q^A), 0) by more than [`StepSettings::guard_depth`] are lifted back
+//! to it. So q^M is never past a contact, step 3b sees the impact, and the
+//! impact law acts on the whole approach speed. The lift moves positions
+//! only: it neither adds nor takes kinetic energy.
 
 use super::ContactReport;
+use super::guard::Guard;
 use super::report::{self, EndGap, Ending};
 use super::scheme::{Advance, Scheme};
 use super::settings::StepSettings;
 use super::step::ActiveSet;
 use super::step::{Detached, Solver, Step};
-use crate::collision::ContactSet;
+use crate::collision::{ContactSet, Reaches};
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, Model, State};
+use crate::model::{Contact, ContactId, MassInverse, Model, Other, RigidSystem, State};
 use crate::params::{Params, SolverKind};
 use crate::solver::planar_impact::{PlanarContact, PlanarImpactLcp};
 use crate::solver::{Activation, ContactProblem, ContactSolution, Failed, Form, PlanarSolve};
@@ -62,6 +77,12 @@ struct Scratch {
     index_set: ContactSet,
     /// The per-contact terms of a solve.
     terms: Terms,
+    /// The contacts at q^A within the first half-step's reach.
+    start: ContactSet,
+    /// Their search's per-body reaches.
+    reaches: Reaches,
+    /// The position guard's work space.
+    guard: Guard,
 }
 
 /// The per-contact terms of one solve.
@@ -153,8 +174,11 @@ impl Scheme for MoreauJean {
     fn advance(&self, step: &mut Step<'_>) -> Result<Advance, Failed> {
         let (model, state, settings) = (step.model, step.state, step.settings);
         let h = step.params.dt;
-        // Step 2: the midpoint.
-        let q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+        // Step 2: the midpoint, guarded.
+        let mut q_mid = model.integrate(&state.q, &state.v, 0.5 * h);
+        if let Some(lift) = guard_midpoint(step, h) {
+            q_mid = model.integrate(&q_mid, &lift, 1.0);
+        }
         let Solved {
             free,
             solution,
@@ -163,6 +187,7 @@ impl Scheme for MoreauJean {
         let solution = solution.solved()?;
         // Step 5: q^E = q^M + (h/2) u^E.
         let q_end = model.integrate(&q_mid, &solution.velocity, 0.5 * h);
+        let nearest = nearest_end_gap(step, h, &solution.velocity);
         // For the report only (end gaps, the deepest one): the static part
         // of the margin. The velocity part, 2h·max|v| with the angular
         // velocities among v, reaches past every neighbour of a spinning
@@ -187,8 +212,111 @@ impl Scheme for MoreauJean {
             missing: EndGap::Predicted { lead: 0.5 * h },
             active: ActiveSet::new(),
             gap_bound: None,
+            nearest,
         })
     }
+}
+
+/// How deep below its floor a contact may be taken before the guard lifts
+/// it, and how far open it may be and still count as touching:
+/// [`StepSettings::guard_depth`] of the smaller bounding radius of its two
+/// bodies, and at least [`StepSettings::touching`]·max(L, 1 m).
+#[derive(Clone, Copy)]
+struct Depths<'a> {
+    system: &'a RigidSystem,
+    share: f64,
+    least: f64,
+}
+
+impl<'a> Depths<'a> {
+    /// The depths of a rigid model with a diagonal M⁻¹ (returned with
+    /// them), or `None` for a model that is not guarded (a linear system:
+    /// its affine gaps have no thickness to pass).
+    fn of(model: &'a Model, settings: &StepSettings) -> Option<(Self, &'a DVector<f64>)> {
+        match (model, model.mass_inverse_form()) {
+            (Model::Rigid(system), MassInverse::Diagonal(inverse)) => Some((
+                Self {
+                    system,
+                    share: settings.guard_depth,
+                    least: settings.touching * model.length_scale().max(1.0),
+                },
+                inverse,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Body i's share of a pair's depth, m.
+    fn body(&self, i: usize) -> f64 {
+        self.share * self.system.bodies[i].shape.bounding_radius()
+    }
+
+    /// The depth of `contact`'s pair, m.
+    fn pair(&self, contact: &Contact) -> f64 {
+        let other = match contact.id.b {
+            Other::Body(j) => self.body(j),
+            _ => f64::INFINITY,
+        };
+        self.body(contact.id.a).min(other).max(self.least)
+    }
+}
+
+/// The midpoint's guard: the lift of q^A + (h/2)u^A that brings every
+/// contact the first half-step takes deeper than
+/// [`StepSettings::guard_depth`] below min(g(q^A), 0) back to it, or `None`
+/// when there is none.
+fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
+    let (model, state, settings) = (step.model, step.state, step.settings);
+    let (depths, inverse) = Depths::of(model, settings)?;
+    let system = depths.system;
+    let bodies = 0..system.bodies.len();
+    // Two bodies close by at most the sum of their point speeds times h/2:
+    // nothing to look for while no body moves by the least depth of a pair.
+    let least = bodies
+        .clone()
+        .map(|i| depths.body(i))
+        .fold(f64::INFINITY, f64::min);
+    let moving = |i: usize| !system.is_fixed(i);
+    if h.is_nan()
+        || h <= 0.0
+        || !bodies
+            .clone()
+            .any(|i| moving(i) && h * system.point_speed(&state.v, i) > least)
+    {
+        return None;
+    }
+    // Each body's reach over the half-step, (h/2)·2·(point speed), and the
+    // pairs already touching.
+    let sc = step.scratch.get::<Scratch>();
+    sc.reaches.set(depths.least, system.bodies.len(), |i| {
+        if moving(i) {
+            h * system.point_speed(&state.v, i)
+        } else {
+            0.0
+        }
+    });
+    step.geometry
+        .contacts(&state.q, sc.reaches.margin(), &mut sc.start);
+    let v = &state.v;
+    sc.guard.lift(
+        sc.start.as_slice(),
+        |c| c.gap + 0.5 * h * c.jacobian.normal_dot(v),
+        |c| c.gap.min(0.0),
+        |c| depths.pair(c),
+        inverse,
+        1e-3 * depths.least,
+    )
+}
+
+/// The smallest end gap g(q^M) + (h/2)γ_N(u^E) among the candidates at
+/// q^M (in the scratch) for u^E = `velocity`, m (infinite for none).
+fn nearest_end_gap(step: &mut Step<'_>, h: f64, velocity: &DVector<f64>) -> f64 {
+    let sc = step.scratch.get::<Scratch>();
+    sc.candidates
+        .as_slice()
+        .iter()
+        .map(|c| c.gap + 0.5 * h * c.jacobian.normal_dot(velocity))
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// Steps 3–4: the index set at `q_mid` and u^E from (17) with Δt = `h`
@@ -234,6 +362,9 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
         params,
         u_start,
         free: &free,
+        open: Depths::of(model, settings)
+            .filter(|_| h > 0.0)
+            .map(|(depths, _)| Open { lead, depths }),
         solver: &mut step.solver,
         lcp_build: &mut step.lcp_build,
         terms: &mut sc.terms,
@@ -297,9 +428,35 @@ struct Posing<'s, 'a> {
     u_start: &'a DVector<f64>,
     /// u*.
     free: &'s DVector<f64>,
+    /// Where a contact still open at q^M by more than its pair's depth,
+    /// with ε_N = 0, takes the law on its end gap, ξ_N = γ_N^E + g/(γh);
+    /// `None` for Newton's law on every contact (a linear system, the
+    /// impact map).
+    open: Option<Open<'a>>,
     solver: &'s mut Solver<'a>,
     lcp_build: &'s mut std::time::Duration,
     terms: &'s mut Terms,
+}
+
+/// The law on the end gap of a contact still open (see [`Posing::open`]).
+#[derive(Clone, Copy)]
+struct Open<'a> {
+    /// γh.
+    lead: f64,
+    /// Which contacts count as touching.
+    depths: Depths<'a>,
+}
+
+/// The normal term of `contact`'s law for the approach speed γ_N^A =
+/// `approach`: ε_N γ_N^A (12), or g/(γh) for a contact still open with
+/// ε_N = 0 under `open`.
+fn normal_term(open: Option<Open<'_>>, contact: &Contact, eps_n: f64, approach: f64) -> f64 {
+    match open {
+        Some(open) if eps_n == 0.0 && contact.gap > open.depths.pair(contact) => {
+            contact.gap / open.lead
+        }
+        _ => eps_n * approach,
+    }
 }
 
 impl Posing<'_, '_> {
@@ -314,6 +471,7 @@ impl Posing<'_, '_> {
             return ContactSolution::empty(self.free);
         }
         let (model, params, free) = (self.model, self.params, self.free);
+        let (u_start, open) = (self.u_start, self.open);
         let restitution = &mut self.terms.restitution;
         restitution.clear();
         restitution.extend(contacts.iter().map(|c| model.restitution(&c.id, params)));
@@ -335,11 +493,13 @@ impl Posing<'_, '_> {
                     let t = (c.jacobian.friction_count() > 0)
                         .then(|| c.jacobian.dense_direction(0, dof))
                         .filter(|t| t.amax() > 0.0);
+                    let w_n = c.jacobian.dense_normal(dof);
+                    let approach = w_n.dot(u_start);
                     PlanarContact {
-                        w_n: c.jacobian.dense_normal(dof),
+                        normal_term: normal_term(open, c, eps_n, approach),
+                        w_n,
                         w_t: t,
                         mu: params.mu,
-                        eps_n,
                         eps_t,
                     }
                 })
@@ -370,6 +530,7 @@ impl Posing<'_, '_> {
     ) -> ContactSolution {
         let u_start = self.u_start;
         let refs: Vec<&Contact> = contacts.iter().collect();
+        let open = self.open;
         let Terms {
             restitution,
             normal_terms,
@@ -386,7 +547,7 @@ impl Posing<'_, '_> {
             // row at a time).
             let five = (k == 4).then(|| jac.dots::<5>(u_start));
             let row = |r: usize| five.map_or_else(|| jac.dot(r, u_start), |d| d[r]);
-            normal_terms.push(eps_n * row(0));
+            normal_terms.push(normal_term(open, c, eps_n, row(0)));
             friction_terms.extend((0..k).map(|i| eps_t * row(i + 1)));
         }
         mu.clear();
@@ -526,6 +687,7 @@ mod tests {
                     params,
                     u_start: &state.v,
                     free: &free,
+                    open: None,
                     solver: &mut step.solver,
                     lcp_build: &mut step.lcp_build,
                     terms: &mut terms,

@@ -37,4 +37,8 @@ pub struct Advance {
     /// The deepest end-of-step gap the scheme promises, m (negative), or
     /// `None` where it promises none ([`super::StepReport::gap_bound`]).
     pub gap_bound: Option<f64>,
+    /// The smallest end gap, m, among the contacts the step considered
+    /// (its own prediction; infinite where it keeps none): the report's
+    /// `min_gap` when no contact is near the end of the step.
+    pub nearest: f64,
 }

@@ -64,13 +64,22 @@ pub struct StepSettings {
     /// (Siconos's MoreauJeanOSI activates on the same prediction y + γhẏ ≤
     /// 0). With γ = ½ the prediction is the end of the step, q^E = q^M +
     /// (h/2)u^E (step 5), so every contact left out ends the step open; the
-    /// next step's midpoint may still reach (h/2)|γ_N| into a contact that is
-    /// approaching, which is then held there on velocity level. γ = 1 (up to
-    /// the next midpoint) removes that overlap (a box corner in the pile at
-    /// 0.15 m/s: 0.3 mm) but holds contacts up to h|γ_N| early, and at h =
-    /// 1e-4 the woodpecker's descent per period then varies by 2.2 % instead
-    /// of 2 %.
+    /// next step's midpoint would reach (h/2)|γ_N| into a contact that is
+    /// approaching, which the guarded midpoint prevents for rigid bodies
+    /// ([`Self::guard_depth`]). γ = 1 (up to the next midpoint) holds
+    /// contacts up to h|γ_N| early, and at h = 1e-4 the woodpecker's descent
+    /// per period then varies by 2.2 % instead of 2 %.
     pub activation_lead: f64,
+    /// Moreau–Jean's guarded midpoint ([`super::guard`]): a gap that the
+    /// first half-step takes deeper than this share of the smaller bounding
+    /// radius of its two bodies below the lesser of its gap at q^A and 0 is
+    /// lifted back; a contact open by more than it at q^M, with ε_N = 0,
+    /// takes the law on its end gap. Smaller trades time for overlap (the
+    /// silo's trade is in docs/benchmarks.md).
+    pub guard_depth: f64,
+    /// The least depth of [`Self::guard_depth`], times max(L, 1 m): a
+    /// contact open by no more than this always counts as touching.
+    pub touching: f64,
     /// Anitescu–Potra: contacts whose gap is below this, times max(L, 1 m),
     /// join the active set at the start of a step (§3).
     pub touch_distance: f64,
@@ -114,6 +123,8 @@ impl Default for StepSettings {
             zero: 1e-9,
             secant_round_off: 1e-9,
             activation_lead: 0.5,
+            guard_depth: 0.05,
+            touching: 1e-6,
             touch_distance: 1e-9,
             max_collisions: 8,
             projection_iterations: 20,

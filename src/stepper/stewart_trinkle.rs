@@ -418,6 +418,7 @@ impl Scheme for StewartTrinkle {
             missing: EndGap::Predicted { lead: h },
             active,
             gap_bound,
+            nearest: f64::INFINITY,
         })
     }
 }

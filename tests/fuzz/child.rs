@@ -31,6 +31,24 @@ pub struct Case {
     /// The CSV `run` writes, if any, by name: pre-filled with a sentinel
     /// that a failed run must leave alone.
     pub csv: Option<String>,
+    /// What that CSV must show besides finite values, after exit 0.
+    pub law: Option<Law>,
+}
+
+/// A law a case's CSV keeps (checked after exit 0).
+#[derive(Debug, Clone)]
+pub enum Law {
+    /// `kinetic_energy` never rises from a row to the next by more than this
+    /// share of itself.
+    EnergyNeverRises(f64),
+    /// Column `column` is never above column `limit` (a body's centre never
+    /// passes a wall's).
+    NeverAbove {
+        /// The column that stays below.
+        column: String,
+        /// The column it stays below.
+        limit: String,
+    },
 }
 
 /// What a case did, when it kept the invariants.
@@ -128,6 +146,9 @@ pub fn run(case: &Case, dir: &Path) -> Result<Outcome, String> {
     {
         let text = std::fs::read_to_string(dir.join(csv)).map_err(|e| format!("{csv}: {e}"))?;
         check_csv(&text, stated_gap_bound(&args))?;
+        if let Some(law) = &case.law {
+            check_law(&text, law)?;
+        }
         if dir.join(format!("{csv}.partial")).exists() {
             return Err("exit 0 left a .partial file".to_owned());
         }
@@ -205,6 +226,50 @@ fn check_csv(text: &str, gap_bound: Option<f64>) -> Result<(), String> {
     }
     if rows == 0 {
         return Err("a CSV without rows".to_owned());
+    }
+    Ok(())
+}
+
+/// `law` on a complete run's CSV (already checked by [`check_csv`]).
+fn check_law(text: &str, law: &Law) -> Result<(), String> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("no column {name}"))
+    };
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| {
+            l.split(',')
+                .map(|x| x.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
+    match law {
+        Law::EnergyNeverRises(share) => {
+            let k = column("kinetic_energy")?;
+            for (i, pair) in rows.windows(2).enumerate() {
+                let (before, after) = (pair[0][k], pair[1][k]);
+                if after > before * (1.0 + share) {
+                    return Err(format!(
+                        "kinetic energy rose from {before:e} J to {after:e} J after row {i}"
+                    ));
+                }
+            }
+        }
+        Law::NeverAbove { column: c, limit } => {
+            let (c_at, limit_at) = (column(c)?, column(limit)?);
+            for (i, row) in rows.iter().enumerate() {
+                if row[c_at] > row[limit_at] {
+                    return Err(format!(
+                        "row {i}: {c} = {} passed {limit} = {}",
+                        row[c_at], row[limit_at]
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -8,17 +8,20 @@
 //!   loads) and linear scenes built field by field, then `run`;
 //! - `command_lines`: random flags and values on cheap scenes, and other
 //!   subcommands;
-//! - `dat_files`: random `.dat` LCPs, mutated or not, through `lcp`.
+//! - `dat_files`: random `.dat` LCPs, mutated or not, through `lcp`;
+//! - `physics_cases`: free bodies spinning about random axes (their kinetic
+//!   energy never rises), fast bodies flying at thin walls (never through
+//!   them), and mutated snapshots of shipped scenes through `run --state`.
 //!
 //! Invariants of every case ([`child::run`]): no panic, no abort or crash
 //! (a 4 GiB address-space limit turns runaway allocations into aborts), no
 //! hang (a time budget per case), no exit 0 with a non-finite value in the
 //! CSV or the `lcp` lines, and a failed run leaves an earlier CSV alone.
 //!
-//! The four tests share 1,000 cases (about ten seconds on two cores); the
+//! The five tests share 1,000 cases (about ten seconds on two cores); the
 //! long suite's `long::*` (ignored, `cargo test --release
 //! --no-default-features -- --ignored`) run the same generators over
-//! 5,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the four
+//! 5,000. `CONTACTLAB_FUZZ_CASES` sets the number of cases over the five
 //! tests instead, `CONTACTLAB_FUZZ_SEED` the first seed (default 1). A
 //! failing case prints its seed and keeps its files under the target
 //! directory.
@@ -30,6 +33,7 @@
 mod child;
 mod generate;
 mod mutate;
+mod physics;
 
 use child::{Case, Outcome};
 use rand::rngs::StdRng;
@@ -37,11 +41,12 @@ use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 
 /// The share of the cases each test takes, in percent.
-const SHARES: [(&str, u64); 4] = [
-    ("scene_mutations", 40),
-    ("random_scenes", 25),
-    ("command_lines", 20),
-    ("dat_files", 15),
+const SHARES: [(&str, u64); 5] = [
+    ("scene_mutations", 35),
+    ("random_scenes", 20),
+    ("command_lines", 15),
+    ("dat_files", 10),
+    ("physics_cases", 20),
 ];
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -51,15 +56,15 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Cases over the four tests of the fast suite.
+/// Cases over the five tests of the fast suite.
 const CASES: u64 = 1000;
 
-/// Cases over the four tests of the long suite.
+/// Cases over the five tests of the long suite.
 const LONG_CASES: u64 = 5_000;
 
-/// This test's cases, of `total` over the four unless
+/// This test's cases, of `total` over the five unless
 /// `CONTACTLAB_FUZZ_CASES` says otherwise, and their first seed (each test
-/// draws from its own range of seeds, so the four never repeat each other).
+/// draws from its own range of seeds, so the five never repeat each other).
 fn budget(test: &str, total: u64) -> (u64, u64) {
     let total = env_number("CONTACTLAB_FUZZ_CASES", total);
     let seed = env_number("CONTACTLAB_FUZZ_SEED", 1);
@@ -210,6 +215,7 @@ fn run_case(kind: &'static str, seed: u64, rng: &mut StdRng, text: Vec<u8>, dt: 
         args,
         files: vec![("scene.ron".to_owned(), text)],
         csv: Some("out.csv".to_owned()),
+        law: None,
     }
 }
 
@@ -231,6 +237,11 @@ fn command_lines() {
 #[test]
 fn dat_files() {
     fuzz_dat_files(CASES);
+}
+
+#[test]
+fn physics_cases() {
+    fuzz_physics_cases(CASES);
 }
 
 /// The same generators over twenty times the cases (a superset of the fast
@@ -259,6 +270,23 @@ mod long {
     fn dat_files() {
         super::fuzz_dat_files(super::LONG_CASES);
     }
+
+    #[test]
+    #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+    fn physics_cases() {
+        super::fuzz_physics_cases(super::LONG_CASES);
+    }
+}
+
+fn fuzz_physics_cases(total: u64) {
+    let snapshots = physics::snapshots();
+    fuzz("physics_cases", total, |rng, seed| {
+        match rng.random_range(0..5) {
+            0 | 1 => physics::spinning_body(rng, seed),
+            2 | 3 => physics::fast_body(rng, seed),
+            _ => physics::mutated_snapshot(rng, seed, &snapshots),
+        }
+    });
 }
 
 fn fuzz_scene_mutations(total: u64) {
@@ -292,6 +320,7 @@ fn fuzz_command_lines(total: u64) {
             args,
             files: Vec::new(),
             csv,
+            law: None,
         }
     });
 }
@@ -319,6 +348,7 @@ fn fuzz_dat_files(total: u64) {
             args,
             files,
             csv: None,
+            law: None,
         }
     });
 }

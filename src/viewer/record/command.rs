@@ -166,6 +166,13 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         args.speed,
         started.elapsed().as_secs_f64()
     );
+    if summary.stale > 0 {
+        println!(
+            "removed {} frames of an earlier recording from {}",
+            summary.stale,
+            summary.path.display()
+        );
+    }
     Ok(())
 }
 
