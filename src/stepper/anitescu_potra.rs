@@ -497,9 +497,22 @@ pub fn eliminate_joints(m_hat: &DMatrix<f64>, nu: &DMatrix<f64>) -> Option<DMatr
     Some(&inverse - minv_nu * s_plus * nu_t_minv)
 }
 
-/// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the
-/// path q + s h v: regula falsi (Illinois) on its gap from the linear estimate,
-/// so the impact is solved where the gap is zero to within `tolerance`.
+/// The gap of contact `id` at q + s·h·v, if it is found there.
+fn gap_along(
+    model: &Model,
+    q: &DVector<f64>,
+    v: &DVector<f64>,
+    h: f64,
+    id: ContactId,
+    s: f64,
+) -> Option<f64> {
+    let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
+    collision::gaps(model, &model.integrate(q, v, s * h), reach)
+        .into_iter()
+        .find(|c| c.0 == id)
+        .map(|c| c.1)
+}
+
 /// Whether the path q + s·h·v meets `contact` (gap g₀ at s = 0, linearized
 /// gap `through` < 0 at s = 1) at the linear estimate s = g₀/(g₀ − through):
 /// its gap there is at most `tolerance`. A contact that turns away before it
@@ -514,13 +527,13 @@ fn passes(
     tolerance: f64,
 ) -> bool {
     let s = contact.gap / (contact.gap - through);
-    let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
-    collision::gaps(model, &model.integrate(q, v, s * h), reach)
-        .into_iter()
-        .find(|c| c.0 == contact.id)
-        .is_some_and(|c| c.1 <= tolerance.max(1e-9 * contact.gap))
+    gap_along(model, q, v, h, contact.id, s)
+        .is_some_and(|gap| gap <= tolerance.max(1e-9 * contact.gap))
 }
 
+/// The fraction s ∈ [0, 1] of the step at which contact `id` closes along the
+/// path q + s h v: regula falsi (Illinois) on its gap from the linear estimate,
+/// so the impact is solved where the gap is zero to within `tolerance`.
 fn collision_fraction(
     model: &Model,
     q: &DVector<f64>,
@@ -530,13 +543,7 @@ fn collision_fraction(
     estimate: f64,
     tolerance: f64,
 ) -> f64 {
-    let reach = model.length_scale() + h * v.amax() * model.length_scale().max(1.0);
-    let gap = |s: f64| {
-        collision::gaps(model, &model.integrate(q, v, s * h), reach)
-            .into_iter()
-            .find(|c| c.0 == id)
-            .map(|c| c.1)
-    };
+    let gap = |s: f64| gap_along(model, q, v, h, id, s);
     let (Some(mut g_lo), Some(mut g_hi)) = (gap(0.0), gap(1.0)) else {
         return estimate;
     };

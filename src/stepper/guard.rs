@@ -75,12 +75,9 @@ impl Guard {
             return None;
         }
         let diagonal = inverse_mass.as_slice();
+        // Computed when a contact is first visited.
         self.weight.clear();
         self.weight.resize(contacts.len(), f64::NAN);
-        for &i in &self.working {
-            let c = &contacts[i];
-            self.weight[i] = c.jacobian.coupling(0, &c.jacobian, 0, diagonal);
-        }
         self.lambda.clear();
         self.lambda.resize(contacts.len(), 0.0);
         let mut delta = DVector::zeros(inverse_mass.len());
@@ -89,6 +86,9 @@ impl Guard {
                 let mut worst = 0.0_f64;
                 for &i in &self.working {
                     let c = &contacts[i];
+                    if self.weight[i].is_nan() {
+                        self.weight[i] = c.jacobian.coupling(0, &c.jacobian, 0, diagonal);
+                    }
                     let weight = self.weight[i];
                     if weight.is_nan() || weight <= 0.0 {
                         continue;
@@ -112,10 +112,6 @@ impl Guard {
                     self.visited[i] = true;
                     self.working.push(i);
                 }
-            }
-            for &i in &self.working[before..] {
-                let c = &contacts[i];
-                self.weight[i] = c.jacobian.coupling(0, &c.jacobian, 0, diagonal);
             }
             if self.working.len() == before {
                 break;

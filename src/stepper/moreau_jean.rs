@@ -187,7 +187,6 @@ impl Scheme for MoreauJean {
         let solution = solution.solved()?;
         // Step 5: q^E = q^M + (h/2) u^E.
         let q_end = model.integrate(&q_mid, &solution.velocity, 0.5 * h);
-        let nearest = nearest_end_gap(step, h, &solution.velocity);
         // For the report only (end gaps, the deepest one): the static part
         // of the margin. The velocity part, 2h·max|v| with the angular
         // velocities among v, reaches past every neighbour of a spinning
@@ -197,6 +196,12 @@ impl Scheme for MoreauJean {
             settings.static_margin(model),
             &mut step.buffers.end_gaps,
         );
+        // The report's min_gap when no contact is near the end.
+        let nearest = if step.buffers.end_gaps.is_empty() {
+            nearest_end_gap(step, h, &solution.velocity)
+        } else {
+            f64::INFINITY
+        };
         let sc = step.scratch.get::<Scratch>();
         let posed = if candidates {
             &mut sc.candidates
