@@ -11,6 +11,7 @@
 pub mod footprint;
 pub mod history;
 pub mod inspect;
+pub mod memory;
 pub mod snapshot;
 pub mod throw;
 

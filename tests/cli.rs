@@ -642,6 +642,17 @@ fn guard_rails_refuse_in_one_line_before_writing() {
         ),
         (vec!["lcp", repro.to_str().expect("utf-8")], "--max-size"),
         (vec!["lcp", "/dev/zero"], "--max-size"),
+        (
+            vec![
+                "run",
+                "scenes/silo.ron",
+                "--max-memory",
+                "20M",
+                "--csv",
+                csv_arg,
+            ],
+            "--max-memory",
+        ),
     ];
     for (args, needle) in cases {
         let out = contactlab(&args);
@@ -654,19 +665,24 @@ fn guard_rails_refuse_in_one_line_before_writing() {
             "{args:?}"
         );
     }
-    let out = contactlab(&[
-        "run",
-        "scenes/rod.ron",
-        "--max-steps",
-        "400",
-        "--csv",
-        csv_arg,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for lifted in [
+        vec!["--max-steps", "400"],
+        vec!["--max-memory", "1G", "--duration", "0.01"],
+    ] {
+        let scene = if lifted[0] == "--max-memory" {
+            "scenes/silo.ron"
+        } else {
+            "scenes/rod.ron"
+        };
+        let mut args = vec!["run", scene, "--csv", csv_arg];
+        args.extend(lifted);
+        let out = contactlab(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let out = contactlab(&[
         "lcp",
         "--max-size",

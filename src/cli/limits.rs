@@ -111,6 +111,119 @@ pub fn check_csv_size(header: usize, first_row: usize, rows: u64, max: u64) -> R
     Ok(())
 }
 
+/// What bounds the memory this process may use, and how much it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryLimit {
+    /// Bytes.
+    pub bytes: u64,
+    /// Where the bound comes from, as a person names it (`ulimit -v`).
+    pub source: &'static str,
+}
+
+/// The soft limit of the resource `name` (`Max address space`) in the text
+/// of `/proc/self/limits`, when it is a number.
+fn proc_limit(limits: &str, name: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with(name))?;
+    line[name.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// `MemTotal` of `/proc/meminfo`'s text, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line["MemTotal:".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The tightest of the bounds read from the given texts of
+/// `/proc/meminfo`, `/proc/self/limits` and the cgroup's `memory.max` (v2)
+/// or `memory.limit_in_bytes` (v1); a missing text bounds nothing.
+fn tightest(
+    meminfo: Option<&str>,
+    limits: Option<&str>,
+    cgroup: Option<&str>,
+) -> Option<MemoryLimit> {
+    let mut bounds = Vec::new();
+    if let Some(bytes) = meminfo.and_then(mem_total) {
+        bounds.push(MemoryLimit {
+            bytes,
+            source: "the machine's memory",
+        });
+    }
+    if let Some(limits) = limits {
+        if let Some(bytes) = proc_limit(limits, "Max address space") {
+            bounds.push(MemoryLimit {
+                bytes,
+                source: "ulimit -v",
+            });
+        }
+        if let Some(bytes) = proc_limit(limits, "Max data size") {
+            bounds.push(MemoryLimit {
+                bytes,
+                source: "ulimit -d",
+            });
+        }
+    }
+    // v1 writes a huge number for "no limit"; v2 writes "max".
+    if let Some(bytes) = cgroup.and_then(|t| t.trim().parse::<u64>().ok())
+        && bytes < 1 << 60
+    {
+        bounds.push(MemoryLimit {
+            bytes,
+            source: "the cgroup's memory limit",
+        });
+    }
+    bounds.into_iter().min_by_key(|b| b.bytes)
+}
+
+/// The memory this process may use: the machine's, or less under a
+/// `ulimit` or a container's cgroup limit. `None` where none can be read.
+pub fn memory_limit() -> Option<MemoryLimit> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let cgroup = read("/sys/fs/cgroup/memory.max")
+        .or_else(|| read("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+    tightest(
+        read("/proc/meminfo").as_deref(),
+        read("/proc/self/limits").as_deref(),
+        cgroup.as_deref(),
+    )
+}
+
+/// Refuses a scene whose estimated peak memory ([`crate::sim::memory`])
+/// exceeds `max` (`--max-memory`) or, without it, what this process may
+/// use ([`memory_limit`]).
+pub fn check_memory(
+    estimate: &crate::sim::memory::Estimate,
+    max: Option<u64>,
+    limit: Option<MemoryLimit>,
+) -> Result<(), String> {
+    let bound = match max {
+        Some(bytes) => MemoryLimit {
+            bytes,
+            source: "--max-memory",
+        },
+        None => match limit {
+            Some(limit) => limit,
+            None => return Ok(()),
+        },
+    };
+    if estimate.bytes <= bound.bytes as f64 {
+        return Ok(());
+    }
+    Err(format!(
+        "{} bodies with up to {} contact points need about {} of memory at their densest (estimated), more than the {} allowed by {}; run fewer bodies, or raise the cap with --max-memory SIZE (e.g. {}G)",
+        estimate.bodies,
+        estimate.points,
+        human_bytes(estimate.bytes),
+        human_bytes(bound.bytes as f64),
+        bound.source,
+        (estimate.bytes / (1u64 << 30) as f64).ceil().max(1.0)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +260,43 @@ mod tests {
         let refused = check_csv_size(100, 200, 10_000_000, 1 << 30).expect_err("2 GB");
         assert!(refused.contains("--max-csv-size"), "{refused}");
         assert!(refused.contains("1.9 GiB"), "{refused}");
+    }
+    #[test]
+    fn the_tightest_memory_bound_wins() {
+        let meminfo = "MemTotal:       24000000 kB\nMemFree:        1000 kB\n";
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max data size             unlimited            unlimited            bytes     \n\
+                      Max address space         3000000000           unlimited            bytes     \n";
+        let limit = tightest(Some(meminfo), Some(limits), Some("max\n")).expect("a bound");
+        assert_eq!(limit.bytes, 3_000_000_000);
+        assert_eq!(limit.source, "ulimit -v");
+        let limit = tightest(Some(meminfo), None, Some("9223372036854771712\n")).expect("a bound");
+        assert_eq!(limit.bytes, 24_000_000 * 1024);
+        assert_eq!(limit.source, "the machine's memory");
+        let limit = tightest(Some(meminfo), None, Some("1073741824\n")).expect("a bound");
+        assert_eq!(limit.source, "the cgroup's memory limit");
+        assert_eq!(tightest(None, None, None), None);
+    }
+
+    #[test]
+    fn a_scene_past_the_memory_bound_is_refused_naming_the_flag() {
+        use crate::sim::memory::Estimate;
+        let estimate = Estimate {
+            bodies: 100_000,
+            points: 400_000,
+            bytes: 5.0 * (1u64 << 30) as f64,
+        };
+        let ulimit = MemoryLimit {
+            bytes: 3 << 30,
+            source: "ulimit -v",
+        };
+        let refused =
+            check_memory(&estimate, None, Some(ulimit.clone())).expect_err("5 GiB > 3 GiB");
+        assert!(refused.contains("5 GiB"), "{refused}");
+        assert!(refused.contains("3 GiB allowed by ulimit -v"), "{refused}");
+        assert!(refused.contains("--max-memory SIZE (e.g. 5G)"), "{refused}");
+        assert!(check_memory(&estimate, Some(6 << 30), Some(ulimit)).is_ok());
+        assert!(check_memory(&estimate, Some(1 << 30), None).is_err());
+        assert!(check_memory(&estimate, None, None).is_ok());
     }
 }

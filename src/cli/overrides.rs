@@ -68,6 +68,12 @@ pub struct Overrides {
     /// OverBudget [default: no limit].
     #[arg(long, allow_hyphen_values = true)]
     pub max_step_seconds: Option<f64>,
+    /// Refuse a scene estimated to need more memory than this at its
+    /// densest: bytes, or with a unit K, M, G, T (binary) [default: what
+    /// this process may use, the machine's memory or less under a ulimit
+    /// or a container's limit].
+    #[arg(long, value_parser = super::limits::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 impl Overrides {

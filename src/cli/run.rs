@@ -21,8 +21,11 @@ use crate::sim::Simulation;
 
 /// The scene's parameters with the flags applied ([`Overrides::apply`]),
 /// as a one-line error naming the flag and the scene.
+/// A scene estimated to need more memory than `--max-memory` allows, or
+/// than the process may use, is refused here ([`limits::check_memory`]).
 pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
-    o.apply(&scene.params, &scene.model.features())
+    let params = o
+        .apply(&scene.params, &scene.model.features())
         .map_err(|e| {
             format!(
                 "{}: {} (scene {})",
@@ -30,7 +33,11 @@ pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
                 e.message,
                 scene.path.display()
             )
-        })
+        })?;
+    let estimate = crate::sim::memory::estimate(&scene.model, &params);
+    limits::check_memory(&estimate, o.max_memory, limits::memory_limit())
+        .map_err(|e| format!("{}: {e}", scene.path.display()))?;
+    Ok(params)
 }
 
 /// Runs the scene and writes the CSV.
