@@ -10,8 +10,19 @@ use bevy::time::TimeUpdateStrategy;
 use contactlab::model::Model;
 use contactlab::sim::Simulation;
 use contactlab::viewer::sim::{interpolated_pose, reset_simulation, sync_body_transforms};
+use contactlab::viewer::worker::StepJob;
 use contactlab::viewer::{BodyVisual, PreviousState, Sim, SimControl, SimPlugin};
 use std::path::Path;
+
+/// Frames that wait for their steps however long they take (the steps run on
+/// the worker), so that each fixed tick is one step whatever the machine's
+/// load.
+fn waiting_for_every_step() -> SimControl {
+    SimControl {
+        frame_budget: 60.0,
+        ..Default::default()
+    }
+}
 
 /// An app with `MinimalPlugins` whose every `update()` runs exactly one fixed
 /// tick (after the first, which starts the clocks and spawns the entities).
@@ -19,7 +30,8 @@ fn app(simulation: Simulation) -> App {
     let mut app = App::new();
     app.add_plugins(MinimalPlugins)
         .add_plugins(SimPlugin::new(simulation))
-        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .insert_resource(waiting_for_every_step());
     app.update();
     app
 }
@@ -74,6 +86,62 @@ fn one_step_per_fixed_tick() {
     );
     let fixed = app.world().resource::<Time<Fixed>>();
     assert!((fixed.timestep().as_secs_f64() - h).abs() < 1e-12);
+}
+
+fn bits(simulation: &Simulation) -> Vec<u64> {
+    let state = &simulation.state;
+    std::iter::once(state.t)
+        .chain(state.q.iter().copied())
+        .chain(state.v.iter().copied())
+        .map(f64::to_bits)
+        .collect()
+}
+
+/// The worker handoff: a step of the wall at k = 8 (thousands of pivots,
+/// about a second in this build) does not hold back the frames drawn
+/// meanwhile; an edit made while it runs applies from the next step; Cancel
+/// drops it and leaves the shown state bit for bit.
+#[test]
+fn a_long_step_leaves_the_frames_free_and_cancel_keeps_the_state() {
+    let mut simulation = common::load_simulation("wall.ron");
+    simulation.params.edges = 8;
+    let mut app = app(simulation);
+    app.world_mut().resource_mut::<SimControl>().frame_budget = 0.03;
+    let shown = bits(sim(&app));
+    let running = |app: &App| app.world().resource::<StepJob>().progress();
+    // Frames go on while the step computes, each within its budget and the
+    // time to draw, and the panel's progress counts the step's pivots.
+    let mut frames = 0;
+    while running(&app).is_none_or(|p| p.pivots == 0) {
+        let start = std::time::Instant::now();
+        app.update();
+        let frame = start.elapsed().as_secs_f64();
+        assert!(frame < 0.5, "a frame took {frame} s while the step ran");
+        frames += 1;
+        assert!(frames < 500, "no pivots reported after {frames} frames");
+    }
+    let progress = running(&app).expect("running");
+    assert_eq!(progress.step, 1);
+    assert_eq!(bits(sim(&app)), shown, "the shown state waits for the step");
+    // Cancel, as the panel's button does.
+    app.world_mut().resource_mut::<StepJob>().cancel();
+    app.world_mut().resource_mut::<SimControl>().paused = true;
+    ticks(&mut app, 3);
+    assert!(running(&app).is_none());
+    assert_eq!(sim(&app).steps, 0);
+    assert_eq!(bits(sim(&app)), shown, "Cancel keeps the state bit for bit");
+    // Resume: the step runs again and is installed, with the friction
+    // edited while it ran.
+    app.world_mut().resource_mut::<SimControl>().paused = false;
+    ticks(&mut app, 1);
+    app.world_mut().resource_mut::<Sim>().params.mu = 0.25;
+    app.world_mut().resource_mut::<SimControl>().frame_budget = 60.0;
+    while sim(&app).steps == 0 {
+        app.update();
+    }
+    assert_eq!(sim(&app).steps, 1);
+    assert_eq!(sim(&app).params.mu, 0.25);
+    assert_ne!(bits(sim(&app)), shown);
 }
 
 #[test]
@@ -194,6 +262,35 @@ fn pause_single_step_and_reset() {
     assert_eq!(sim(&app).state.t, 0.0);
 }
 
+/// At the scene's duration the viewer pauses (and runs on when resumed);
+/// with "loop" it starts the scene again instead.
+#[test]
+fn the_scene_pauses_at_its_duration_or_loops() {
+    let mut simulation = common::load_simulation("rod.ron");
+    simulation.params.duration = 20.0 * simulation.params.dt;
+    let mut app = app(simulation);
+    ticks(&mut app, 30);
+    let control = app.world().resource::<SimControl>();
+    assert!(control.paused && control.end_passed);
+    assert_eq!(sim(&app).steps, 20, "paused at the duration");
+    app.world_mut().resource_mut::<SimControl>().paused = false;
+    ticks(&mut app, 5);
+    assert!(sim(&app).steps > 20, "resumed past the duration");
+    app.world_mut()
+        .run_system_once(reset_simulation)
+        .expect("reset runs");
+    app.world_mut().resource_mut::<SimControl>().looping = true;
+    app.world_mut().resource_mut::<SimControl>().paused = false;
+    let mut most = 0;
+    for _ in 0..50 {
+        app.update();
+        most = most.max(sim(&app).steps);
+        assert!(!app.world().resource::<SimControl>().paused);
+    }
+    assert_eq!(most, 20, "the loop restarts at the duration");
+    assert!(sim(&app).steps < 20);
+}
+
 #[test]
 fn invalid_parameters_are_reported_not_panicked_on() {
     let mut app = app(common::load_simulation("four_balls.ron"));
@@ -214,7 +311,11 @@ fn invalid_parameters_are_reported_not_panicked_on() {
     app.world_mut().resource_mut::<Sim>().params.edges = 8;
     let before = sim(&app).steps;
     ticks(&mut app, 2);
-    assert!(app.world().resource::<SimControl>().step_error.is_none());
+    assert!(
+        app.world().resource::<SimControl>().step_error.is_none(),
+        "{:?}",
+        app.world().resource::<SimControl>().step_error
+    );
     assert!(
         sim(&app).steps > before,
         "stepping resumes with valid parameters"
@@ -246,7 +347,8 @@ fn watched_app(scene: &str) -> (App, std::path::PathBuf) {
         .add_plugins(SimPlugin::new(simulation))
         .add_plugins(ReloadPlugin)
         .insert_resource(SceneSource::new(path.clone(), Default::default()))
-        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .insert_resource(waiting_for_every_step());
     app.update();
     (app, path)
 }
@@ -443,7 +545,8 @@ mod pointer {
             .add_plugins(SimPlugin::new(simulation))
             .add_plugins(HandsPlugin)
             .init_resource::<ButtonInput<KeyCode>>()
-            .insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+            .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+            .insert_resource(waiting_for_every_step());
         app.world_mut().spawn((
             Window {
                 resolution: WindowResolution::new(SIZE.0, SIZE.1),
@@ -476,6 +579,82 @@ mod pointer {
         ));
         app.update();
         app
+    }
+
+    /// The panel owns the pointer over it: a scripted wheel over the panel
+    /// leaves the camera as it was and zooms over the scene, and a drag
+    /// that begins on the panel does not pan the view even once the pointer
+    /// has left it.
+    #[test]
+    fn wheel_and_drags_over_the_panel_leave_the_camera() {
+        use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll, MouseScrollUnit};
+        use bevy_egui::input::EguiWantsInput;
+        use contactlab::viewer::camera::camera_controls;
+        use contactlab::viewer::panel::PanelLayout;
+        let mut app = pointer_app(two_boxes());
+        app.insert_resource(ButtonInput::<MouseButton>::default())
+            .insert_resource(AccumulatedMouseMotion::default())
+            .insert_resource(AccumulatedMouseScroll::default())
+            .insert_resource(EguiWantsInput::default())
+            .insert_resource(PanelLayout {
+                visible: true,
+                width: 350.0,
+                text_editing: false,
+            })
+            .add_systems(Update, camera_controls);
+        let rig = |app: &mut App| {
+            let mut query = app.world_mut().query::<&ViewRig>();
+            query.single(app.world()).expect("one camera").clone()
+        };
+        let point_at = |app: &mut App, x: f32| {
+            let mut query = app.world_mut().query::<&mut Window>();
+            let mut window = query.single_mut(app.world_mut()).expect("window");
+            window.set_cursor_position(Some(Vec2::new(x, 400.0)));
+        };
+        let wheel = |app: &mut App, notches: f32| {
+            *app.world_mut().resource_mut::<AccumulatedMouseScroll>() = AccumulatedMouseScroll {
+                unit: MouseScrollUnit::Line,
+                delta: Vec2::new(0.0, notches),
+            };
+        };
+        let before = rig(&mut app);
+        point_at(&mut app, 100.0);
+        wheel(&mut app, 5.0);
+        ticks(&mut app, 3);
+        assert_eq!(rig(&mut app), before, "five notches over the panel zoomed");
+        point_at(&mut app, 800.0);
+        ticks(&mut app, 1);
+        assert_ne!(rig(&mut app), before, "the wheel over the scene zooms");
+        wheel(&mut app, 0.0);
+        let zoomed = rig(&mut app);
+        // A right drag from the panel into the scene.
+        point_at(&mut app, 100.0);
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .press(MouseButton::Right);
+        app.world_mut()
+            .resource_mut::<AccumulatedMouseMotion>()
+            .delta = Vec2::new(30.0, 0.0);
+        ticks(&mut app, 1);
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .clear();
+        point_at(&mut app, 800.0);
+        ticks(&mut app, 2);
+        assert_eq!(rig(&mut app), zoomed, "a drag begun on the panel panned");
+        // The same drag begun over the scene pans.
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .release(MouseButton::Right);
+        ticks(&mut app, 1);
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .clear();
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .press(MouseButton::Right);
+        ticks(&mut app, 1);
+        assert_ne!(rig(&mut app), zoomed, "a drag over the scene pans");
     }
 
     /// Where body i's centre is on screen, logical pixels.

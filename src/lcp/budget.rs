@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How much one step may spend before it stops: Lemke pivots (over every
@@ -64,6 +64,34 @@ pub enum Overrun {
 const WITHIN: u8 = 0;
 const PIVOTS: u8 = 1;
 const SECONDS: u8 = 2;
+const CANCELLED: u8 = 3;
+
+/// A step watched from another thread (the viewer's worker): the pivots its
+/// budgets have counted so far, and a request to stop. A cancelled step's
+/// pivot loops and NSGS's sweeps end at their next pivot or sweep, and the
+/// step fails; the watcher drops it.
+#[derive(Debug, Default)]
+pub struct Watch {
+    pivots: AtomicU64,
+    cancelled: AtomicBool,
+}
+
+impl Watch {
+    /// Lemke pivots taken so far, over every budget started under it.
+    pub fn pivots(&self) -> u64 {
+        self.pivots.load(Ordering::Relaxed)
+    }
+
+    /// Asks the step to stop.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the step was asked to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+}
 
 /// One step's budget: its limits, the pivots spent so far and whether it is
 /// spent.
@@ -73,6 +101,8 @@ pub struct Budget {
     deadline: Option<Instant>,
     pivots: AtomicU64,
     over: AtomicU8,
+    /// The watch of the thread that started it ([`watching`]).
+    watch: Option<Arc<Watch>>,
 }
 
 impl Budget {
@@ -87,6 +117,7 @@ impl Budget {
             deadline,
             pivots: AtomicU64::new(0),
             over: AtomicU8::new(WITHIN),
+            watch: WATCH.with(|w| w.borrow().clone()),
         })
     }
 
@@ -110,6 +141,13 @@ impl Budget {
         if self.over.load(Ordering::Relaxed) != WITHIN {
             return true;
         }
+        if let Some(watch) = &self.watch {
+            if watch.cancelled() {
+                self.over.store(CANCELLED, Ordering::Relaxed);
+                return true;
+            }
+            watch.pivots.fetch_add(1, Ordering::Relaxed);
+        }
         let spent = self.pivots.fetch_add(1, Ordering::Relaxed) + 1;
         let over = if self.limits.max_pivots.is_some_and(|most| spent > most) {
             PIVOTS
@@ -127,6 +165,33 @@ impl Budget {
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
+    static WATCH: RefCell<Option<Arc<Watch>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (a step) with `watch` watching every budget started on this
+/// thread meanwhile, then restores the watch before, also when `f` panics.
+pub fn watching<R>(watch: Arc<Watch>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Watch>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            WATCH.with(|w| *w.borrow_mut() = before);
+        }
+    }
+    let before = WATCH.with(|w| w.replace(Some(watch)));
+    let _restore = Restore(before);
+    f()
+}
+
+/// Whether the step this thread works for was cancelled ([`Watch::cancel`]):
+/// NSGS's sweeps stop.
+pub fn cancelled() -> bool {
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .and_then(|b| b.watch.as_ref())
+            .is_some_and(|w| w.cancelled())
+    })
 }
 
 /// Runs `f` with `budget` as this thread's budget (none: nothing is
@@ -209,5 +274,31 @@ mod tests {
             assert!(current().is_some_and(|b| Arc::ptr_eq(&b, &outer)));
         });
         assert!(current().is_none());
+    }
+
+    #[test]
+    fn a_watch_counts_every_budget_under_it_and_cancels_the_step() {
+        let watch = Arc::new(Watch::default());
+        let (first, second) = watching(watch.clone(), || {
+            (Budget::start(Limits::NONE), Budget::start(Limits::NONE))
+        });
+        assert!(
+            Budget::start(Limits::NONE).watch.is_none(),
+            "outside `watching`"
+        );
+        within(Some(first.clone()), || {
+            assert!(!take_pivot() && !take_pivot());
+            assert!(!cancelled());
+        });
+        within(Some(second.clone()), || assert!(!take_pivot()));
+        assert_eq!(watch.pivots(), 3);
+        watch.cancel();
+        within(Some(second.clone()), || {
+            assert!(cancelled());
+            assert!(take_pivot(), "a cancelled step takes no pivot");
+            assert!(spent());
+        });
+        assert_eq!(watch.pivots(), 3);
+        assert_eq!(second.overrun(), None);
     }
 }

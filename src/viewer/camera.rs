@@ -271,19 +271,45 @@ fn viewport_height(camera: &Camera, window: &Window) -> f32 {
         .max(1.0)
 }
 
-fn camera_controls(
+/// Whether the pointer is on the panel or on an egui area (the timeline, a
+/// popup), or egui is using it. The panel is drawn on egui's background
+/// layer, which egui does not count as an area, so its strip is checked
+/// here.
+pub fn pointer_over_ui(
+    egui: &EguiWantsInput,
+    panel: Option<&PanelLayout>,
+    window: &Window,
+) -> bool {
+    let on_panel = panel
+        .is_some_and(|p| p.visible && window.cursor_position().is_some_and(|c| c.x <= p.width));
+    on_panel || egui.wants_any_pointer_input()
+}
+
+/// The wheel zooms and drags orbit (left) or pan (right, middle) the view,
+/// unless the pointer is on the panel or the timeline. A drag belongs to
+/// where it began until it ends, wherever the pointer goes.
+#[allow(clippy::too_many_arguments)]
+pub fn camera_controls(
     buttons: Res<ButtonInput<MouseButton>>,
     motion: Res<AccumulatedMouseMotion>,
     scroll: Res<AccumulatedMouseScroll>,
     egui_input: Res<EguiWantsInput>,
+    panel: Option<Res<PanelLayout>>,
     window: Single<&Window, With<PrimaryWindow>>,
     camera: Single<(&Camera, &mut ViewRig), With<MainCamera>>,
     grab: Option<Res<super::hands::Grab>>,
+    mut drag_on_ui: Local<bool>,
 ) {
     let (camera, mut rig) = camera.into_inner();
     // A perturbation drag holds the left button: the view stays put.
     let grabbing = grab.is_some_and(|g| g.0.is_some());
-    let over_ui = egui_input.wants_any_pointer_input();
+    let over_ui = pointer_over_ui(&egui_input, panel.as_deref(), &window);
+    let drag_buttons = [MouseButton::Left, MouseButton::Right, MouseButton::Middle];
+    if buttons.any_just_pressed(drag_buttons) {
+        *drag_on_ui = over_ui;
+    } else if !buttons.any_pressed(drag_buttons) {
+        *drag_on_ui = false;
+    }
     let scale = window.scale_factor().max(0.1);
     let height = viewport_height(camera, &window) / scale; // logical pixels
     let delta = motion.delta; // logical pixels
@@ -295,10 +321,11 @@ fn camera_controls(
             MouseScrollUnit::Pixel => scroll.delta.y / 40.0,
         }
     };
-    let pan = !over_ui
+    let pan = !*drag_on_ui
         && (buttons.pressed(MouseButton::Right) || buttons.pressed(MouseButton::Middle))
         && delta != Vec2::ZERO;
-    let orbit = !over_ui && !grabbing && buttons.pressed(MouseButton::Left) && delta != Vec2::ZERO;
+    let orbit =
+        !*drag_on_ui && !grabbing && buttons.pressed(MouseButton::Left) && delta != Vec2::ZERO;
     if !(pan || orbit || wheel != 0.0) {
         return;
     }

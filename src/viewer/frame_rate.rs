@@ -60,6 +60,18 @@ impl FrameRate {
         Some(frames.iter().sum::<f64>() / frames.len() as f64)
     }
 
+    /// The longest wall-clock duration, s, of the same frames as
+    /// [`Self::mean_frame_time`].
+    pub fn longest_frame_time(&self, n: usize, skip: usize) -> Option<f64> {
+        self.frames
+            .iter()
+            .rev()
+            .skip(skip)
+            .take(n)
+            .map(Duration::as_secs_f64)
+            .reduce(f64::max)
+    }
+
     /// Frames measured so far (at most [`FrameRate::KEPT`]).
     pub fn len(&self) -> usize {
         self.frames.len()
@@ -96,6 +108,9 @@ mod tests {
         let first = rate.mean_frame_time(5, 1).unwrap_or(0.0);
         assert!((first - 0.010).abs() < 1e-9, "{first}");
         assert_eq!(rate.mean_frame_time(5, 2), None);
+        assert_eq!(rate.longest_frame_time(5, 0), Some(0.030));
+        assert_eq!(rate.longest_frame_time(5, 1), Some(0.010));
+        assert_eq!(rate.longest_frame_time(5, 2), None);
         for i in 0..(2 * FrameRate::KEPT as u64) {
             rate.tick(t0 + Duration::from_millis(50 + i));
         }

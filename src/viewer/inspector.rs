@@ -108,11 +108,37 @@ pub fn hands_section(
 
 const LINEAR_PERTURB: &str = "A generalized linear system has no bodies: its coordinates are not points a spring could pull (perturbation works on rigid bodies)";
 
-fn vector(v: &nalgebra::Vector3<f64>, planar: bool) -> String {
-    if planar {
-        format!("({:+.4}, {:+.4})", v.x, v.y)
+/// `x`, or 0 when it is below 1e-12 of `scale` or below what `digits`
+/// decimals show: rounding noise reads 0, not +1.39e-17 or −0.0000.
+fn zeroed(x: f64, scale: f64, digits: i32) -> f64 {
+    if x.abs() < 1e-12 * scale.abs() || x.abs() < 0.5 * 10f64.powi(-digits) {
+        0.0
     } else {
-        format!("({:+.4}, {:+.4}, {:+.4})", v.x, v.y, v.z)
+        x
+    }
+}
+
+/// A number in scientific notation, 0 below 1e-12 of `scale`.
+fn sci(x: f64, scale: f64) -> String {
+    let x = if x.abs() < 1e-12 * scale.abs() {
+        0.0
+    } else {
+        x
+    };
+    if x == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{x:+.2e}")
+    }
+}
+
+fn vector(v: &nalgebra::Vector3<f64>, planar: bool) -> String {
+    let scale = v.amax();
+    let c = |x: f64| zeroed(x, scale, 4);
+    if planar {
+        format!("({:+.4}, {:+.4})", c(v.x), c(v.y))
+    } else {
+        format!("({:+.4}, {:+.4}, {:+.4})", c(v.x), c(v.y), c(v.z))
     }
 }
 
@@ -159,7 +185,7 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                         row("position (m)", vector(&report.position, planar));
                         if planar {
                             let (_, _, angle) = report.orientation.euler_angles();
-                            row("angle (rad)", format!("{angle:+.4}"));
+                            row("angle (rad)", format!("{:+.4}", zeroed(angle, 1.0, 4)));
                         } else {
                             let q = report.orientation.quaternion();
                             row(
@@ -169,7 +195,10 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                         }
                         row("velocity (m/s)", vector(&report.velocity, planar));
                         if planar {
-                            row("ω (rad/s)", format!("{:+.4}", report.angular_velocity.z));
+                            row(
+                                "ω (rad/s)",
+                                format!("{:+.4}", zeroed(report.angular_velocity.z, 1.0, 4)),
+                            );
                         } else {
                             row("ω (rad/s)", vector(&report.angular_velocity, false));
                         }
@@ -182,8 +211,15 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                 if report.contacts.is_empty() {
                     ui.label(egui::RichText::new("no contacts in the last step").weak());
                 } else {
+                    let length = super::sim::rigid(sim).map_or(1.0, |s| s.length_scale());
+                    let impulse = report
+                        .contacts
+                        .iter()
+                        .map(|c| c.normal_impulse.abs().max(c.friction_impulse.abs()))
+                        .fold(0.0, f64::max);
                     egui::Grid::new("inspector contacts")
                         .num_columns(5)
+                        .spacing([12.0, 4.0])
                         .striped(true)
                         .show(ui, |ui| {
                             ui.strong("with");
@@ -194,9 +230,9 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                             ui.end_row();
                             for c in &report.contacts {
                                 ui.label(&c.other);
-                                ui.monospace(format!("{:+.2e}", c.gap));
-                                ui.monospace(format!("{:.3e}", c.normal_impulse));
-                                ui.monospace(format!("{:.3e}", c.friction_impulse));
+                                ui.monospace(sci(c.gap, length));
+                                ui.monospace(sci(c.normal_impulse, impulse));
+                                ui.monospace(sci(c.friction_impulse, impulse));
                                 ui.colored_label(to_egui(state_color(c.state)), c.state.name());
                                 ui.end_row();
                             }
@@ -227,4 +263,20 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                     });
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_noise_reads_zero() {
+        assert_eq!(
+            vector(&nalgebra::Vector3::new(1.0, 1.39e-17, -1e-6), false),
+            "(+1.0000, +0.0000, +0.0000)"
+        );
+        assert_eq!(sci(1.819e-17, 0.5), "0");
+        assert_eq!(sci(-2.5e-3, 0.5), "-2.50e-3");
+        assert_eq!(zeroed(-0.00001, 1.0, 4), 0.0);
+    }
 }

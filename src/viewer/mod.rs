@@ -39,6 +39,7 @@ pub mod screenshot;
 pub mod sim;
 pub mod timeline;
 pub mod visuals;
+pub mod worker;
 
 pub use sim::{
     BodyVisual, History, PreviousState, Sample, SceneEpoch, SceneRoot, Sim, SimControl, SimPlugin,

@@ -23,6 +23,18 @@ pub struct OverlayOptions {
     /// Length of a friction arrow for a force equal to the heaviest body's
     /// weight, as a fraction of the view size.
     pub arrow_scale: f32,
+    /// Contact overlays are off while a step has more contacts than this
+    /// (a pile or a granular scene becomes a mass of arrows)...
+    pub limit: usize,
+    /// ...unless the panel's "draw them" asked for them.
+    pub drawn_anyway: bool,
+}
+
+impl OverlayOptions {
+    /// Whether the contact overlays are off for a step with `contacts`.
+    pub fn hidden(&self, contacts: usize) -> bool {
+        contacts > self.limit && !self.drawn_anyway
+    }
 }
 
 impl Default for OverlayOptions {
@@ -35,11 +47,17 @@ impl Default for OverlayOptions {
             color_by_state: true,
             mechanism: true,
             arrow_scale: 1.0,
+            limit: DEFAULT_LIMIT,
+            drawn_anyway: false,
         }
     }
 }
 
-/// Contact gizmos, drawn on top of the meshes.
+/// Contacts above which the overlays start off.
+pub const DEFAULT_LIMIT: usize = 200;
+
+/// Contact gizmos, depth-tested against the bodies: a contact behind a
+/// wall or inside a bin stays hidden with its bodies.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct ContactGizmos;
 
@@ -75,7 +93,7 @@ impl Plugin for OverlayPlugin {
 
 fn configure_gizmos(mut store: ResMut<GizmoConfigStore>) {
     let (config, _) = store.config_mut::<ContactGizmos>();
-    config.depth_bias = -1.0;
+    config.depth_bias = 0.0;
     config.line.width = 2.5;
 }
 
@@ -100,6 +118,9 @@ fn draw_contacts(mut gizmos: Gizmos<ContactGizmos>, sim: Res<Sim>, options: Res<
     let Some(report) = &sim.last else {
         return;
     };
+    if options.hidden(report.contacts.len()) {
+        return;
+    }
     let to_world = physics_to_world(system.dimension);
     // Sizes relative to the view: the camera hint's distance.
     let view = (sim.scene.camera.distance as f32).clamp(1e-3, 1e4);

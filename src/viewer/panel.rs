@@ -6,6 +6,7 @@ use super::frame_rate::FrameRate;
 use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK, drawn_stride};
 use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
+use super::worker::StepJob;
 use crate::model::{LinearSystem, Model, State};
 use crate::params::{FrictionCone, SolverKind, StepperKind};
 use bevy::prelude::*;
@@ -143,7 +144,7 @@ fn panel_ui(
         Option<Res<super::record::Recording>>,
     ),
     mut hands_ui: super::inspector::HandsUi,
-    frame_rate: Option<Res<FrameRate>>,
+    (frame_rate, mut job): (Option<Res<FrameRate>>, ResMut<StepJob>),
 ) {
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
@@ -198,7 +199,9 @@ fn panel_ui(
         .min_size(260.0)
         .resizable(true)
         .show(&mut root, |ui| {
-            egui::ScrollArea::vertical()
+            // Both ways: content wider than the panel scrolls instead of
+            // widening it (the scene would jump).
+            egui::ScrollArea::both()
                 .auto_shrink([false, false])
                 .show(ui, |ui| {
                     ui.add_space(4.0);
@@ -208,6 +211,7 @@ fn panel_ui(
                     }
                     ui.separator();
                     status(ui, &sim, &control, frame_rate.as_deref());
+                    running_step(ui, &mut control, &mut job);
                     ui.separator();
                     playback(
                         ui,
@@ -300,7 +304,15 @@ fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl, frame_rate: Option
         sim.state.t, sim.steps,
     ))
     .on_hover_text("Wall-clock time per frame over the last 30 frames: drawing, panel and the steps taken in the frame");
-    if control.paused {
+    if control.paused && control.end_passed && sim::at_duration(sim) {
+        ui.colored_label(
+            egui::Color32::from_rgb(240, 200, 80),
+            format!(
+                "paused at the scene's duration, {} s: Space runs on, \"loop\" starts it again",
+                sim.params.duration
+            ),
+        );
+    } else if control.paused {
         ui.colored_label(egui::Color32::from_rgb(240, 200, 80), "paused");
     }
     if let Some(report) = &sim.last
@@ -319,6 +331,43 @@ fn status(ui: &mut egui::Ui, sim: &Sim, control: &SimControl, frame_rate: Option
         ui.colored_label(RED, format!("step refused: {error}"));
     }
 }
+
+/// A step that has run longer than a frame: its index, seconds and Lemke
+/// pivots so far, with Cancel (the step is dropped, the shown state stays
+/// as it was).
+fn running_step(ui: &mut egui::Ui, control: &mut SimControl, job: &mut StepJob) {
+    let Some(progress) = job.progress() else {
+        return;
+    };
+    if progress.seconds < RUNNING_NOTICE {
+        return;
+    }
+    let pivots = if progress.pivots > 0 {
+        format!(", {} Lemke pivots", progress.pivots)
+    } else {
+        String::new()
+    };
+    ui.colored_label(
+        egui::Color32::from_rgb(240, 200, 80),
+        format!(
+            "computing step {}: {:.1} s{pivots}",
+            progress.step, progress.seconds
+        ),
+    );
+    // Pause is the playback row's, just below: the step finishes and no
+    // other starts.
+    if ui
+        .button("✖ Cancel step")
+        .on_hover_text("Drop this step and pause at the last finished state")
+        .clicked()
+    {
+        job.cancel();
+        control.paused = true;
+    }
+}
+
+/// Seconds a step runs before the panel shows it.
+const RUNNING_NOTICE: f64 = 0.1;
 
 /// A linear system has no bodies to draw: its coordinates as numbers.
 fn coordinates(ui: &mut egui::Ui, system: &LinearSystem, state: &State) {
@@ -380,6 +429,11 @@ fn playback(
             pending.0 = Some(source.path.clone());
         }
     });
+    ui.checkbox(&mut control.looping, "loop")
+        .on_hover_text(format!(
+            "At the scene's duration ({} s) start again instead of pausing",
+            sim.params.duration
+        ));
     let (lo, hi) = SPEED_RANGE;
     ui.add(
         egui::Slider::new(&mut control.speed, lo..=hi)
@@ -574,8 +628,27 @@ fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions, contacts: usize) {
     egui::CollapsingHeader::new("Contacts")
         .default_open(true)
         .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                if overlay.hidden(contacts) {
+                    ui.label(format!("{contacts} contacts: not drawn"));
+                    if ui.button("draw them").clicked() {
+                        overlay.drawn_anyway = true;
+                    }
+                } else if contacts > overlay.limit {
+                    ui.label(format!("{contacts} contacts"));
+                    if ui.button("hide them").clicked() {
+                        overlay.drawn_anyway = false;
+                    }
+                }
+            });
+            ui.add(
+                egui::Slider::new(&mut overlay.limit, 0..=10_000)
+                    .logarithmic(true)
+                    .text("drawn up to"),
+            )
+            .on_hover_text("Contact overlays are off while a step has more contacts than this");
             let stride = drawn_stride(contacts);
-            if stride > 1 {
+            if stride > 1 && !overlay.hidden(contacts) {
                 ui.label(format!(
                     "drawn: every {stride}th contact, {} of {contacts}",
                     contacts.div_ceil(stride)

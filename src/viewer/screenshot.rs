@@ -223,11 +223,17 @@ fn drive_screenshot(
                 // (pipelines and meshes are prepared in the first frames).
                 let counted = (at / 2).min(FrameRate::KEPT as u32 / 2) as usize;
                 let skip = (state.frame - at) as usize;
-                if let Some(mean) = rate.and_then(|r| r.mean_frame_time(counted, skip)) {
+                if let Some(rate) = rate
+                    && let (Some(mean), Some(longest)) = (
+                        rate.mean_frame_time(counted, skip),
+                        rate.longest_frame_time(counted, skip),
+                    )
+                {
                     info!(
-                        "frame time over the {counted} frames before the capture: {:.1} ms ({:.1} fps)",
+                        "frame time over the {counted} frames before the capture: {:.1} ms ({:.1} fps), longest frame {:.1} ms",
                         mean * 1e3,
-                        1.0 / mean
+                        1.0 / mean,
+                        longest * 1e3
                     );
                 }
                 exit.write(AppExit::Success);

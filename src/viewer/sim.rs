@@ -6,6 +6,7 @@
 //! interpolated transforms. Nothing here renders, so [`SimPlugin`] runs under
 //! `MinimalPlugins` (see `tests/viewer.rs`).
 
+use super::worker::{FrameClock, StepJob};
 use crate::model::{Dimension, Model, RigidSystem};
 use crate::scene::SystemSpec;
 use crate::sim::Simulation;
@@ -68,6 +69,11 @@ pub struct SimControl {
     /// Wall-clock time per frame that stepping may use before the catch-up is
     /// capped, s.
     pub frame_budget: f64,
+    /// At the scene's duration, start it again instead of pausing.
+    pub looping: bool,
+    /// The run has paused at the scene's duration (or looped) since the
+    /// last reset: running on goes past it.
+    pub end_passed: bool,
 }
 
 impl Default for SimControl {
@@ -81,6 +87,8 @@ impl Default for SimControl {
             real_time_factor: None,
             step_cost: 0.0,
             frame_budget: 0.03,
+            looping: false,
+            end_passed: false,
         }
     }
 }
@@ -259,6 +267,8 @@ impl Plugin for SimPlugin {
         .insert_resource(Sim(sim))
         .init_resource::<SimControl>()
         .init_resource::<SceneEpoch>()
+        .init_resource::<StepJob>()
+        .init_resource::<FrameClock>()
         .add_systems(
             PreUpdate,
             (respawn_scene_entities, sync_body_entities).chain(),
@@ -266,7 +276,7 @@ impl Plugin for SimPlugin {
         .add_systems(
             RunFixedMainLoop,
             (
-                (apply_time_settings, single_step)
+                (collect_step, apply_time_settings, single_step)
                     .chain()
                     .in_set(SimSystems::Prepare)
                     .in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
@@ -492,38 +502,189 @@ pub fn apply_time_settings(
     }
 }
 
-/// The `FixedUpdate` system: one step of size `params.dt` per fixed tick.
+/// The `FixedUpdate` system: one step of size `params.dt` per fixed tick, on
+/// the worker ([`StepJob`]). It waits for the step while the frame's budget
+/// lasts; a step that takes longer is collected by a later frame
+/// ([`collect_step`]) and no other starts meanwhile.
 pub fn step_simulation(
     mut sim: ResMut<Sim>,
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
+    mut job: ResMut<StepJob>,
+    clock: Res<FrameClock>,
 ) {
     if control.paused {
         return;
     }
-    advance(&mut sim, &mut previous, &mut control, &mut history);
+    if !job.is_running() && at_duration(&sim) && (control.looping || !control.end_passed) {
+        if control.looping {
+            reset(&mut sim, &mut previous, &mut control, &mut history);
+        } else {
+            control.paused = true;
+            control.end_passed = true;
+        }
+        return;
+    }
+    if !job.is_running() {
+        history.prepare_fork(sim.state.t);
+        if let Err(e) = job.start(&sim) {
+            control.step_error = Some(e);
+            return;
+        }
+    }
+    let wait = clock.left(control.frame_budget);
+    collect(
+        &mut sim,
+        &mut previous,
+        &mut control,
+        &mut history,
+        &mut job,
+        wait,
+    );
 }
 
-/// A single step requested while paused (the `.` key, the panel's button).
+/// Whether the simulation has reached its scene's duration (to half a step).
+/// (An unusable h is the step's to refuse, with its message.)
+pub fn at_duration(sim: &Simulation) -> bool {
+    let h = sim.params.dt;
+    timestep_of(h).is_some() && sim.state.t + 0.5 * h >= sim.params.duration
+}
+
+/// A single step requested while paused (the `.` key, the panel's button),
+/// on the worker like every step.
 pub fn single_step(
     mut sim: ResMut<Sim>,
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
+    mut job: ResMut<StepJob>,
 ) {
     if !control.step_once {
         return;
     }
     control.step_once = false;
     control.paused = true;
-    advance(&mut sim, &mut previous, &mut control, &mut history);
-    // Paused: show the new state, not a pose between the last two.
-    previous.q.clone_from(&sim.state.q);
+    if job.is_running() {
+        // The step in flight is the one asked for.
+        return;
+    }
+    history.prepare_fork(sim.state.t);
+    if let Err(e) = job.start(&sim) {
+        control.step_error = Some(e);
+        return;
+    }
+    let wait = Duration::from_secs_f64(control.frame_budget);
+    collect(
+        &mut sim,
+        &mut previous,
+        &mut control,
+        &mut history,
+        &mut job,
+        wait,
+    );
 }
 
-/// Takes one step; a step whose LCP is not solved pauses the simulation.
-/// Returns whether the state advanced.
+/// Before the fixed loop, every frame: installs a step the worker has
+/// finished, and cancels one whose starting state is no longer shown (a
+/// reset, a scrub, a reload or a throw replaced it).
+pub fn collect_step(
+    mut sim: ResMut<Sim>,
+    mut previous: ResMut<PreviousState>,
+    mut control: ResMut<SimControl>,
+    mut history: ResMut<History>,
+    mut job: ResMut<StepJob>,
+    mut clock: ResMut<FrameClock>,
+) {
+    clock.0 = Instant::now();
+    if !job.is_running() {
+        return;
+    }
+    if !job.started_from(&sim) {
+        job.cancel();
+        return;
+    }
+    collect(
+        &mut sim,
+        &mut previous,
+        &mut control,
+        &mut history,
+        &mut job,
+        Duration::ZERO,
+    );
+}
+
+/// Waits up to `wait` for the worker's step and installs it into the shown
+/// simulation, with the parameters, the hand and the settings edited while
+/// it ran. Returns whether a step was installed.
+fn collect(
+    sim: &mut Simulation,
+    previous: &mut PreviousState,
+    control: &mut SimControl,
+    history: &mut History,
+    job: &mut StepJob,
+    wait: Duration,
+) -> bool {
+    match job.wait(wait) {
+        None => false,
+        Some(Err(message)) => {
+            control.paused = true;
+            control.halt = Some(message);
+            false
+        }
+        Some(Ok(finished)) => {
+            let mut stepped = finished.simulation;
+            stepped.params.clone_from(&sim.params);
+            *stepped.step_settings_mut() = *sim.step_settings();
+            if stepped.perturbation() != sim.perturbation() {
+                let _ = stepped.set_perturbation(sim.perturbation().cloned());
+            }
+            let before = std::mem::replace(sim, stepped).state.q;
+            settle(sim, previous, control, history, before, finished.outcome)
+        }
+    }
+}
+
+/// What a step gave, taken apart from the simulation it advanced so that
+/// the worker can hand it over.
+#[derive(Debug, Clone)]
+pub struct StepOutcome {
+    /// The step's status and plot sample, or why it was refused.
+    result: Result<(crate::lcp::LcpStatus, Sample), String>,
+    /// Wall-clock seconds it took.
+    cost: f64,
+}
+
+/// Takes one step of `sim` (on whichever thread).
+pub fn take_step(sim: &mut Simulation) -> StepOutcome {
+    let start = Instant::now();
+    let result = sim
+        .step()
+        .map(|r| {
+            (
+                r.status,
+                Sample {
+                    t: r.t,
+                    kinetic: r.kinetic_energy,
+                    potential: r.potential_energy,
+                    active_contacts: r.active_contacts(),
+                    lcp_size: r.lcp_size,
+                    pivots: r.pivots,
+                    step_ms: r.timings.total.as_secs_f64() * 1e3,
+                    sweeps: r.sweeps,
+                    residual: r.residual,
+                },
+            )
+        })
+        .map_err(|e| e.to_string());
+    StepOutcome {
+        result,
+        cost: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// Takes one step on this thread (recording, tests); a step whose LCP is not
+/// solved pauses the simulation. Returns whether the state advanced.
 pub fn advance(
     sim: &mut Simulation,
     previous: &mut PreviousState,
@@ -532,32 +693,36 @@ pub fn advance(
 ) -> bool {
     let before = sim.state.q.clone();
     history.prepare_fork(sim.state.t);
-    let start = Instant::now();
-    let result = sim.step().map(|r| {
-        (
-            r.status,
-            Sample {
-                t: r.t,
-                kinetic: r.kinetic_energy,
-                potential: r.potential_energy,
-                active_contacts: r.active_contacts(),
-                lcp_size: r.lcp_size,
-                pivots: r.pivots,
-                step_ms: r.timings.total.as_secs_f64() * 1e3,
-                sweeps: r.sweeps,
-                residual: r.residual,
-            },
-        )
-    });
-    let cost = start.elapsed().as_secs_f64();
+    let outcome = take_step(sim);
+    settle(sim, previous, control, history, before, outcome)
+}
+
+/// Books a step taken from configuration `before`: the step cost, the
+/// history and the timeline, or the halt. Returns whether the state
+/// advanced.
+fn settle(
+    sim: &mut Simulation,
+    previous: &mut PreviousState,
+    control: &mut SimControl,
+    history: &mut History,
+    before: DVector<f64>,
+    outcome: StepOutcome,
+) -> bool {
+    let cost = outcome.cost;
     control.step_cost = if control.step_cost > 0.0 {
         0.9 * control.step_cost + 0.1 * cost
     } else {
         cost
     };
-    match result {
+    match outcome.result {
         Ok((status, sample)) if status.advances() => {
-            previous.q = before;
+            // Paused (a single step): show the new state, not a pose
+            // between the last two.
+            previous.q = if control.paused {
+                sim.state.q.clone()
+            } else {
+                before
+            };
             control.step_error = None;
             history.timeline.record(sim);
             history.record(Sample {
@@ -581,7 +746,7 @@ pub fn advance(
         }
         Err(e) => {
             previous.q.clone_from(&sim.state.q);
-            control.step_error = Some(e.to_string());
+            control.step_error = Some(e);
             false
         }
     }
@@ -660,6 +825,7 @@ pub fn reset(
     control.halt = None;
     control.step_error = None;
     control.step_once = false;
+    control.end_passed = false;
     history.restart(sim);
 }
 
@@ -689,6 +855,7 @@ pub fn install(world: &mut World, simulation: Simulation) {
         control.step_error = None;
         control.step_once = false;
         control.step_cost = 0.0;
+        control.end_passed = false;
     }
     world.resource_mut::<SceneEpoch>().0 += 1;
 }

@@ -329,7 +329,7 @@ pub(super) fn solve_cone(
     }
     anderson.reset(3 * cones.len());
     let mut best = Best::default();
-    while sweeps < limits.max_sweeps {
+    while sweeps < limits.max_sweeps && !crate::lcp::budget::cancelled() {
         sweeps += 1;
         // One fixed order, the problem's (the broad phase's), in the parts
         // of [`Halves`]: symmetric Gauss–Seidel takes 16–29 % more sweeps

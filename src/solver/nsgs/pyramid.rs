@@ -278,7 +278,7 @@ pub(super) fn solve_pyramid(
     let local_options = LemkeOptions::default();
     let mut drift = Drift::default();
     let mut best = Best::default();
-    while sweeps < limits.max_sweeps {
+    while sweeps < limits.max_sweeps && !crate::lcp::budget::cancelled() {
         sweeps += 1;
         for ((c, local), _) in contacts
             .iter()

@@ -236,11 +236,15 @@ fn advance_recording(
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
+    mut job: ResMut<super::worker::StepJob>,
     window: Option<Single<&Window, With<PrimaryWindow>>>,
 ) {
     let Some(rec) = rec.as_mut() else {
         return;
     };
+    // A recording takes its own steps, frame-exact, on this thread: a step
+    // in flight when it began is dropped.
+    job.cancel();
     if rec.error.is_some() {
         return;
     }
