@@ -56,8 +56,8 @@ impl Default for OverlayOptions {
 /// Contacts above which the overlays start off.
 pub const DEFAULT_LIMIT: usize = 200;
 
-/// Contact gizmos, depth-tested against the bodies: a contact behind a
-/// wall or inside a bin stays hidden with its bodies.
+/// Contact gizmos, depth-tested against the bodies in scenes of many
+/// bodies ([`depth_by_bodies`]).
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct ContactGizmos;
 
@@ -87,7 +87,7 @@ impl Plugin for OverlayPlugin {
         app.init_resource::<OverlayOptions>()
             .init_gizmo_group::<ContactGizmos>()
             .add_systems(Startup, configure_gizmos)
-            .add_systems(Update, (draw_contacts, draw_mechanism));
+            .add_systems(Update, (depth_by_bodies, draw_contacts, draw_mechanism));
     }
 }
 
@@ -95,6 +95,27 @@ fn configure_gizmos(mut store: ResMut<GizmoConfigStore>) {
     let (config, _) = store.config_mut::<ContactGizmos>();
     config.depth_bias = 0.0;
     config.line.width = 2.5;
+}
+
+/// Bodies from which a spatial scene's contact gizmos are depth-tested.
+pub const DEPTH_TESTED_FROM: usize = 100;
+
+/// A spatial scene of many bodies (a pile, a silo, an avalanche) tests its
+/// contact gizmos against the bodies: a contact behind a wall or inside a
+/// bin stays hidden with its bodies. A contact lies between its two bodies,
+/// so its arrows run inside one of them: a smaller scene, and any scene in
+/// the plane, draws them on top, where a ball's contact on the table shows.
+fn depth_by_bodies(mut store: ResMut<GizmoConfigStore>, sim: Res<Sim>) {
+    let many = rigid(&sim).is_some_and(|s| s.bodies.len() >= DEPTH_TESTED_FROM);
+    let bias = if sim.model().is_planar() || !many {
+        -1.0
+    } else {
+        0.0
+    };
+    let (config, _) = store.config_mut::<ContactGizmos>();
+    if config.depth_bias != bias {
+        config.depth_bias = bias;
+    }
 }
 
 fn v3(v: &nalgebra::Vector3<f64>) -> Vec3 {
