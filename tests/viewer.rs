@@ -657,6 +657,98 @@ mod pointer {
         assert_ne!(rig(&mut app), zoomed, "a drag over the scene pans");
     }
 
+    /// Where `point` (physics coordinates) falls in a rig's view, in
+    /// normalized device coordinates (inside the view: both within ±1).
+    fn in_view(rig: &ViewRig, dimension: contactlab::model::Dimension, point: Vec3) -> Vec2 {
+        let mut projection = rig.projection();
+        // The window beside the panel.
+        projection.update(930.0, 800.0);
+        let world = physics_to_world(dimension) * point;
+        let view = rig.transform().to_matrix().inverse();
+        let clip = projection.get_clip_from_view() * view * world.extend(1.0);
+        Vec2::new(clip.x, clip.y) / clip.w
+    }
+
+    fn inside(ndc: Vec2) -> bool {
+        ndc.x.abs() <= 1.0 && ndc.y.abs() <= 1.0
+    }
+
+    /// Every shipped scene opens with all its bodies' centres in view.
+    #[test]
+    fn every_scene_opens_with_its_bodies_in_view() {
+        let mut checked = 0;
+        for entry in std::fs::read_dir(common::project_dir().join("scenes")).expect("scenes") {
+            let path = entry.expect("entry").path();
+            let simulation = Simulation::new(contactlab::scene::load(&path).expect("loads"));
+            let Model::Rigid(system) = simulation.model() else {
+                continue;
+            };
+            let rig = ViewRig::for_scene(&Sim(simulation.clone()));
+            for i in 0..system.bodies.len() {
+                let p = system.position(&simulation.state.q, i);
+                let ndc = in_view(
+                    &rig,
+                    system.dimension,
+                    Vec3::new(p.x as f32, p.y as f32, p.z as f32),
+                );
+                assert!(
+                    inside(ndc),
+                    "{}: body {} at {ndc} is out of view",
+                    path.display(),
+                    system.bodies[i].name
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 15, "{checked} rigid scenes");
+    }
+
+    /// The scenes whose action travels follow their moving body: at their
+    /// duration it is still in view.
+    #[test]
+    fn travelling_scenes_keep_their_body_in_view_at_their_duration() {
+        use contactlab::viewer::follow::{Follow, follow_camera};
+        for (scene, body) in [
+            ("ball_roll.ron", "ball"),
+            ("incline.ron", "box"),
+            ("painleve_rod.ron", "rod"),
+        ] {
+            let simulation = common::load_simulation(scene);
+            let duration = simulation.params.duration;
+            let mut app = pointer_app(simulation);
+            app.init_resource::<Follow>()
+                .add_systems(Update, follow_camera);
+            while sim(&app).state.t + 0.5 * sim(&app).params.dt < duration {
+                app.update();
+            }
+            ticks(&mut app, 2);
+            let s = sim(&app).clone();
+            let Model::Rigid(system) = s.model() else {
+                panic!("rigid")
+            };
+            let i = system.body_index(body).expect("the body");
+            let start = system.position(&simulation_start(scene), i);
+            let p = system.position(&s.state.q, i);
+            assert!(
+                (p - start).norm() > 0.1,
+                "{scene}: {body} moved only {} m",
+                (p - start).norm()
+            );
+            let mut query = app.world_mut().query::<&ViewRig>();
+            let rig = query.single(app.world()).expect("camera").clone();
+            let ndc = in_view(
+                &rig,
+                system.dimension,
+                Vec3::new(p.x as f32, p.y as f32, p.z as f32),
+            );
+            assert!(inside(ndc), "{scene}: {body} at {ndc} left the view");
+        }
+    }
+
+    fn simulation_start(scene: &str) -> nalgebra::DVector<f64> {
+        common::load_simulation(scene).state.q
+    }
+
     /// Where body i's centre is on screen, logical pixels.
     fn on_screen(app: &mut App, i: usize) -> Vec2 {
         let s = sim(app).clone();

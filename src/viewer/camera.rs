@@ -46,7 +46,8 @@ pub enum ViewRig {
 }
 
 impl ViewRig {
-    /// The rig framing a scene by its camera hint.
+    /// The rig framing a scene by its camera hint, drawn back until every
+    /// body is in view.
     pub fn for_scene(sim: &Sim) -> Self {
         let hint = &sim.scene.camera;
         let target = Vec3::new(
@@ -64,12 +65,15 @@ impl ViewRig {
         } else {
             3.0
         };
+        // Widened, never narrowed, until every body is in view.
+        let (across, up) = reach_of_bodies(sim, target);
         if sim.model().is_planar() {
             Self::Planar {
                 center: target.truncate(),
-                half_height: distance,
+                half_height: distance.max(up.max(across / FRAMED_ASPECT) * FRAMED_MARGIN),
             }
         } else {
+            let distance = distance.max(across.max(up) * FRAMED_MARGIN / (FOV / 2.0).sin());
             let dimension = super::sim::rigid(sim).map_or(Dimension::Spatial, |s| s.dimension);
             Self::Orbit {
                 target: physics_to_world(dimension) * target,
@@ -140,6 +144,40 @@ const PLANAR_EYE: f32 = 100.0;
 
 /// Vertical field of view of the orbit camera, rad.
 const FOV: f32 = std::f32::consts::FRAC_PI_4;
+
+/// The width over the height a scene is framed for: the window beside the
+/// panel (1280 − 350 by 800 logical pixels).
+const FRAMED_ASPECT: f32 = 1.15;
+
+/// Room around the bodies when a scene is framed.
+const FRAMED_MARGIN: f32 = 1.1;
+
+/// How far the bodies reach from `target` (physics coordinates): across the
+/// view and up it in the plane (|x|, |y|), and in space the radius of the
+/// ball about `target` that holds them (both entries), m. Bodies far beyond
+/// any view (a 1e6 m plate) are left out.
+fn reach_of_bodies(sim: &Sim, target: Vec3) -> (f32, f32) {
+    let Some(system) = super::sim::rigid(sim) else {
+        return (0.0, 0.0);
+    };
+    let target = nalgebra::Vector3::new(target.x as f64, target.y as f64, target.z as f64);
+    let planar = system.dimension == Dimension::Planar;
+    let (mut across, mut up) = (0.0f64, 0.0f64);
+    for (i, body) in system.bodies.iter().enumerate() {
+        let d = system.position(&sim.state.q, i) - target;
+        let r = body.shape.bounding_radius();
+        let (x, y) = if planar {
+            (d.x.abs() + r, d.y.abs() + r)
+        } else {
+            (d.norm() + r, d.norm() + r)
+        };
+        if x.is_finite() && y.is_finite() && x.max(y) < 1e4 {
+            across = across.max(x);
+            up = up.max(y);
+        }
+    }
+    (across as f32, up as f32)
+}
 
 /// Spawns, frames, moves and fits the cameras.
 pub struct CameraPlugin;
