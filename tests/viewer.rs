@@ -597,9 +597,8 @@ mod pointer {
             .insert_resource(AccumulatedMouseScroll::default())
             .insert_resource(EguiWantsInput::default())
             .insert_resource(PanelLayout {
-                visible: true,
                 width: 350.0,
-                text_editing: false,
+                ..Default::default()
             })
             .add_systems(Update, camera_controls);
         let rig = |app: &mut App| {

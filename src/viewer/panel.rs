@@ -22,6 +22,19 @@ pub struct PanelLayout {
     pub width: f32,
     /// A text field has the keyboard: shortcuts are off.
     pub text_editing: bool,
+    /// What the panel shows below the playback controls.
+    pub tab: PanelTab,
+}
+
+/// The panel's two pages: the controls, or the plots (reachable without
+/// scrolling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PanelTab {
+    /// Hands, inspector, parameters, overlays, recording, files, help.
+    #[default]
+    Controls,
+    /// The live plots.
+    Plots,
 }
 
 impl Default for PanelLayout {
@@ -30,6 +43,7 @@ impl Default for PanelLayout {
             visible: true,
             width: 0.0,
             text_editing: false,
+            tab: PanelTab::Controls,
         }
     }
 }
@@ -227,6 +241,18 @@ fn panel_ui(
                         coordinates(ui, system, &sim.state);
                     }
                     ui.separator();
+                    ui.horizontal(|ui| {
+                        ui.selectable_value(&mut layout.tab, PanelTab::Controls, "Controls");
+                        ui.selectable_value(&mut layout.tab, PanelTab::Plots, "Plots")
+                            .on_hover_text("Energy, contacts, LCP size, pivots and step time over the last 10 s");
+                    });
+                    ui.separator();
+                    if layout.tab == PanelTab::Plots {
+                        let marker = history.timeline.scrubbing().then_some(sim.state.t);
+                        let nsgs = sim.params.solver == SolverKind::Nsgs;
+                        super::plots::plots(ui, &history, marker, nsgs);
+                        return;
+                    }
                     if let (Some(hands), Some(selection), Some(follow)) = (
                         hands_ui.hands.as_deref_mut(),
                         hands_ui.selection.as_deref_mut(),
@@ -265,10 +291,6 @@ fn panel_ui(
                         );
                         ui.separator();
                     }
-                    let marker = history.timeline.scrubbing().then_some(sim.state.t);
-                    let nsgs = sim.params.solver == SolverKind::Nsgs;
-                    super::plots::plots(ui, &history, marker, nsgs);
-                    ui.separator();
                     help(ui, sim.model().is_planar());
                 });
         });
