@@ -183,8 +183,18 @@ fn attach_surface_meshes(
             continue;
         };
         let (thickness, depth) = slab_size(&sim, extent, system.dimension);
-        let mesh = Mesh::from(Cuboid::new(2.0 * extent, thickness, depth))
-            .translated_by(Vec3::new(0.0, -thickness / 2.0, 0.0));
+        // A half-space is infinite: drawn out to the horizon, its grid and
+        // slab keeping the scale of the scene's extent.
+        let drawn = (HORIZON * extent).min(MAX_DRAWN);
+        let depth = match system.dimension {
+            Dimension::Planar => depth,
+            Dimension::Spatial => 2.0 * drawn,
+        };
+        let mesh = Mesh::from(Cuboid::new(2.0 * drawn, thickness, depth)).translated_by(Vec3::new(
+            0.0,
+            -thickness / 2.0,
+            0.0,
+        ));
         let spacing = grid_spacing(extent);
         let half_cells = ((2.0 * extent / spacing).round().clamp(1.0, 400.0)) / 2.0 * spacing;
         // In the slab's own axes: x along the surface, y its normal; u × v is
@@ -216,6 +226,13 @@ fn attach_surface_meshes(
         ));
     }
 }
+
+/// How far a surface is drawn, in its scene's extents.
+const HORIZON: f32 = 100.0;
+
+/// Half the largest size a surface is drawn at, m (the far plane is at
+/// 1000 m).
+const MAX_DRAWN: f32 = 2000.0;
 
 /// Colour of the tables (sRGB).
 const TABLE: Color = Color::srgb(0.32, 0.33, 0.36);
