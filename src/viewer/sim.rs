@@ -526,12 +526,8 @@ pub fn step_simulation(
         }
         return;
     }
-    if !job.is_running() {
-        history.prepare_fork(sim.state.t);
-        if let Err(e) = job.start(&sim) {
-            control.step_error = Some(e);
-            return;
-        }
+    if !job.is_running() && !begin(&sim, &mut control, &mut history, &mut job) {
+        return;
     }
     let wait = clock.left(control.frame_budget);
     collect(
@@ -542,6 +538,25 @@ pub fn step_simulation(
         &mut job,
         wait,
     );
+}
+
+/// Starts a step of `sim` on the worker, the plots ready to fork from it;
+/// a thread that cannot start is the step's error. Returns whether it
+/// started.
+fn begin(
+    sim: &Simulation,
+    control: &mut SimControl,
+    history: &mut History,
+    job: &mut StepJob,
+) -> bool {
+    history.prepare_fork(sim.state.t);
+    match job.start(sim) {
+        Ok(()) => true,
+        Err(e) => {
+            control.step_error = Some(e);
+            false
+        }
+    }
 }
 
 /// Whether the simulation has reached its scene's duration (to half a step).
@@ -565,13 +580,8 @@ pub fn single_step(
     }
     control.step_once = false;
     control.paused = true;
-    if job.is_running() {
-        // The step in flight is the one asked for.
-        return;
-    }
-    history.prepare_fork(sim.state.t);
-    if let Err(e) = job.start(&sim) {
-        control.step_error = Some(e);
+    // A step in flight is the one asked for.
+    if job.is_running() || !begin(&sim, &mut control, &mut history, &mut job) {
         return;
     }
     let wait = Duration::from_secs_f64(control.frame_budget);
