@@ -672,7 +672,13 @@ mod pointer {
         ndc.x.abs() <= 1.0 && ndc.y.abs() <= 1.0
     }
 
-    /// Every shipped scene opens with all its bodies' centres in view.
+    /// Inside the view and above the timeline's band at its bottom.
+    fn above_the_timeline(ndc: Vec2) -> bool {
+        inside(ndc) && ndc.y >= -1.0 + 2.0 * contactlab::viewer::camera::TIMELINE_BAND
+    }
+
+    /// Every shipped scene opens with all its bodies' centres in view, above
+    /// the timeline.
     #[test]
     fn every_scene_opens_with_its_bodies_in_view() {
         let mut checked = 0;
@@ -683,19 +689,27 @@ mod pointer {
                 continue;
             };
             let rig = ViewRig::for_scene(&Sim(simulation.clone()));
+            let planar = system.dimension == contactlab::model::Dimension::Planar;
             for i in 0..system.bodies.len() {
                 let p = system.position(&simulation.state.q, i);
-                let ndc = in_view(
-                    &rig,
-                    system.dimension,
-                    Vec3::new(p.x as f32, p.y as f32, p.z as f32),
-                );
-                assert!(
-                    inside(ndc),
-                    "{}: body {} at {ndc} is out of view",
-                    path.display(),
-                    system.bodies[i].name
-                );
+                let p = Vec3::new(p.x as f32, p.y as f32, p.z as f32);
+                // In the plane, the body's bounding circle (its whole extent
+                // across and up the view); in space, its centre.
+                let r = system.bodies[i].shape.bounding_radius() as f32;
+                let reach: &[Vec3] = if planar {
+                    &[Vec3::ZERO, Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y]
+                } else {
+                    &[Vec3::ZERO]
+                };
+                for &d in reach {
+                    let ndc = in_view(&rig, system.dimension, p + d * r);
+                    assert!(
+                        above_the_timeline(ndc),
+                        "{}: body {} reaches {ndc}, out of view",
+                        path.display(),
+                        system.bodies[i].name
+                    );
+                }
             }
             checked += 1;
         }

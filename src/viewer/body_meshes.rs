@@ -7,7 +7,10 @@
 //! ([`BodyAssets`]), so that Bevy batches a granular scene's thousand grains
 //! into a few draws. Nothing changes a body's material afterwards (the
 //! selection is an outline gizmo), so sharing recolours nothing. Balls in a
-//! crowd get coarser meshes ([`Detail`]).
+//! crowd get coarser meshes ([`Detail`]). Containers (fixed boxes holding a
+//! crowd: the silo's bin, the hourglass, the avalanche's rails) are drawn
+//! translucent, casting no shadow, so that the grains inside them show
+//! ([`is_container`]).
 
 use super::material::LabMaterial;
 use super::sim::{BodyVisual, SceneEpoch, Sim, rigid};
@@ -67,6 +70,19 @@ impl Detail {
             Self::Coarse => 16,
         }
     }
+}
+
+/// From this many moving bodies on, a scene's fixed boxes are drawn as
+/// containers: translucent, so that what they hold shows.
+pub const CONTAINED: usize = 50;
+
+/// Opacity of a container's walls.
+const CONTAINER_ALPHA: f32 = 0.28;
+
+/// Whether a body is drawn as a container wall: a fixed box in a scene of
+/// at least [`CONTAINED`] moving bodies.
+pub fn is_container(shape: &Shape, fixed: bool, moving_bodies: usize) -> bool {
+    fixed && matches!(shape, Shape::Box { .. }) && moving_bodies >= CONTAINED
 }
 
 fn body_mesh(shape: &Shape, dimension: Dimension, depth: f32, detail: Detail) -> Mesh {
@@ -183,19 +199,29 @@ fn shared_shape(shape: &Shape, dimension: Dimension) -> (Shape, Vec3) {
     }
 }
 
-/// A material of the viewer's bodies: its colour (sRGB, f32 bits) and
-/// whether it is a spin marker's (different highlight).
+/// How a body's surface is drawn besides its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Finish {
+    /// An opaque body.
+    Body,
+    /// A round body's spin marker (darker, a different highlight).
+    Marker,
+    /// A container's wall, seen through ([`is_container`]).
+    Container,
+}
+
+/// A material of the viewer's bodies: its colour (sRGB, f32 bits) and finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct MaterialKey {
     rgba: [u32; 4],
-    marker: bool,
+    finish: Finish,
 }
 
 impl MaterialKey {
-    fn new(color: Color, marker: bool) -> Self {
+    fn new(color: Color, finish: Finish) -> Self {
         Self {
             rgba: color.to_srgba().to_f32_array().map(f32::to_bits),
-            marker,
+            finish,
         }
     }
 }
@@ -236,16 +262,18 @@ impl BodyAssets {
     fn material(
         &mut self,
         color: Color,
-        marker: bool,
+        finish: Finish,
         materials: &mut Assets<LabMaterial>,
     ) -> Handle<LabMaterial> {
         self.materials
-            .entry(MaterialKey::new(color, marker))
+            .entry(MaterialKey::new(color, finish))
             .or_insert_with(|| {
-                materials.add(if marker {
-                    LabMaterial::lit(darker(color, 0.45), 0.2, 24.0)
-                } else {
-                    LabMaterial::lit(color, 0.35, 40.0)
+                materials.add(match finish {
+                    Finish::Body => LabMaterial::lit(color, 0.35, 40.0),
+                    Finish::Marker => LabMaterial::lit(darker(color, 0.45), 0.2, 24.0),
+                    Finish::Container => {
+                        LabMaterial::lit(color, 0.2, 40.0).translucent(CONTAINER_ALPHA)
+                    }
                 })
             })
             .clone()
@@ -277,13 +305,22 @@ fn attach_body_meshes(
     let moving_balls = (0..system.bodies.len())
         .filter(|&i| matches!(system.bodies[i].shape, Shape::Sphere { .. }) && !system.is_fixed(i))
         .count();
+    let moving_bodies = (0..system.bodies.len())
+        .filter(|&i| !system.is_fixed(i))
+        .count();
     for (entity, body, mut transform) in &mut added {
         let Some(spec) = system.bodies.get(body.0) else {
             continue;
         };
         let detail = Detail::of(moving_balls, system.is_fixed(body.0));
         let color = body_color(&sim, body.0);
-        let material = cache.material(color, false, &mut materials);
+        let container = is_container(&spec.shape, system.is_fixed(body.0), moving_bodies);
+        let finish = if container {
+            Finish::Container
+        } else {
+            Finish::Body
+        };
+        let material = cache.material(color, finish, &mut materials);
         let (shape, scale) = shared_shape(&spec.shape, system.dimension);
         let mesh = cache.mesh(
             MeshKey::body(&shape, system.dimension, depth, detail),
@@ -295,10 +332,14 @@ fn attach_body_meshes(
         commands
             .entity(entity)
             .insert((Mesh3d(mesh), MeshMaterial3d(material)));
+        if container {
+            // Its shadow would darken the grains it lets be seen.
+            commands.entity(entity).insert(NotShadowCaster);
+        }
         if let Shape::Sphere { .. } = shape {
             // Built for the unit ball; the body's scale sizes them.
             let r = 1.0;
-            let marker = cache.material(color, true, &mut materials);
+            let marker = cache.material(color, Finish::Marker, &mut materials);
             match system.dimension {
                 Dimension::Planar => {
                     // A radius along the body's x axis, sticking out of both faces.
@@ -344,6 +385,47 @@ fn attach_body_meshes(
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+
+    /// The names of the bodies a shipped scene draws as container walls.
+    fn containers(scene: &str) -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenes")
+            .join(scene);
+        let scene = crate::scene::load(&path).expect("a shipped scene loads");
+        let Model::Rigid(system) = &scene.model else {
+            return Vec::new();
+        };
+        let moving = (0..system.bodies.len())
+            .filter(|&i| !system.is_fixed(i))
+            .count();
+        (0..system.bodies.len())
+            .filter(|&i| is_container(&system.bodies[i].shape, system.is_fixed(i), moving))
+            .map(|i| system.bodies[i].name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_walls_around_grains_are_containers_and_nothing_else_is() {
+        let silo = containers("silo.ron");
+        assert_eq!(silo.len(), 12, "hopper, bin and tray: {silo:?}");
+        assert!(silo.iter().all(|n| !n.starts_with("grain")));
+        assert_eq!(containers("hourglass.ron").len(), 8);
+        // The ramp, its two rails and the barrier the grains run into; the
+        // posts (capsules) and boulders (balls) stay opaque.
+        assert_eq!(
+            containers("avalanche.ron"),
+            ["ramp", "rail+y", "rail-y", "barrier"]
+        );
+        for scene in ["pile.ron", "pile_100.ron", "wall.ron", "box_stack.ron"] {
+            assert!(containers(scene).is_empty(), "{scene}");
         }
     }
 }

@@ -68,9 +68,14 @@ impl ViewRig {
         // Widened, never narrowed, until every body is in view.
         let (across, up) = reach_of_bodies(sim, target);
         if sim.model().is_planar() {
+            // The timeline covers the bottom band of the view: the bodies fit
+            // above it, around the hint's target.
+            let half_height = distance
+                .max(up * FRAMED_MARGIN / (1.0 - TIMELINE_BAND))
+                .max(across * FRAMED_MARGIN / FRAMED_ASPECT);
             Self::Planar {
-                center: target.truncate(),
-                half_height: distance.max(up.max(across / FRAMED_ASPECT) * FRAMED_MARGIN),
+                center: target.truncate() - Vec2::Y * (TIMELINE_BAND * half_height),
+                half_height,
             }
         } else {
             let distance = distance.max(across.max(up) * FRAMED_MARGIN / (FOV / 2.0).sin());
@@ -151,6 +156,10 @@ const FRAMED_ASPECT: f32 = 1.15;
 
 /// Room around the bodies when a scene is framed.
 const FRAMED_MARGIN: f32 = 1.1;
+
+/// The share of the view's height the timeline covers at its bottom (about
+/// 72 of 800 logical pixels); a planar scene is framed above it.
+pub const TIMELINE_BAND: f32 = 0.09;
 
 /// How far the bodies reach from `target` (physics coordinates): across the
 /// view and up it in the plane (|x|, |y|), and in space the radius of the

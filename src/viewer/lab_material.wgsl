@@ -29,7 +29,7 @@ struct Grid {
 
 // material.rs, `LabMaterialUniform`.
 struct LabMaterial {
-    color: vec4<f32>,   // base colour (linear RGB)
+    color: vec4<f32>,   // base colour (linear RGB), a: opacity when blended
     shading: vec4<f32>, // x: 1 for unlit, y: specular strength, z: Blinn–Phong exponent
     grid: Grid,
 }
@@ -107,5 +107,6 @@ fn fragment(in: VertexOutput, @builtin(front_facing) is_front: bool) -> @locatio
         lit = lit + SUN * sun_shadow(in.world_position, n) * n_dot_l * (albedo + vec3<f32>(highlight));
     }
     let surface = mix(lit, grid.color.rgb, lines);
-    return vec4<f32>(select(surface, albedo, shading.x > 0.5), 1.0);
+    // The alpha matters only to blended (translucent) materials.
+    return vec4<f32>(select(surface, albedo, shading.x > 0.5), material.color.a);
 }

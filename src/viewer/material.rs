@@ -55,6 +55,9 @@ pub struct LabMaterial {
     pub grid: Grid,
     /// Draw both faces (flat drawings seen from either side).
     pub double_sided: bool,
+    /// Opaque, or blended over what lies behind by the colour's alpha
+    /// ([`LabMaterial::translucent`]).
+    pub alpha_mode: AlphaMode,
 }
 
 /// What the shader reads of a [`LabMaterial`] (`LabMaterial` in
@@ -88,7 +91,18 @@ impl LabMaterial {
             shading: Vec4::new(0.0, specular.max(0.0), shininess.max(1.0), 0.0),
             grid: Grid::default(),
             double_sided: false,
+            alpha_mode: AlphaMode::Opaque,
         }
+    }
+
+    /// The same surface seen through: blended over what lies behind it with
+    /// opacity `alpha` (0–1), both faces drawn. Containers are drawn so, so
+    /// that the grains inside them show.
+    pub fn translucent(mut self, alpha: f32) -> Self {
+        self.color.alpha = alpha.clamp(0.0, 1.0);
+        self.double_sided = true;
+        self.alpha_mode = AlphaMode::Blend;
+        self
     }
 
     /// A flat colour, both faces, no light or shadow.
@@ -98,6 +112,7 @@ impl LabMaterial {
             shading: Vec4::new(1.0, 0.0, 1.0, 0.0),
             grid: Grid::default(),
             double_sided: true,
+            alpha_mode: AlphaMode::Opaque,
         }
     }
 
@@ -171,6 +186,10 @@ impl From<&LabMaterial> for LabMaterialKey {
 impl Material for LabMaterial {
     fn fragment_shader() -> ShaderRef {
         SHADER.into()
+    }
+
+    fn alpha_mode(&self) -> AlphaMode {
+        self.alpha_mode
     }
 
     fn specialize(
