@@ -137,7 +137,7 @@ fn run_writes_the_documented_csv() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "t,rod.x,rod.y,rod.theta,rod.vx,rod.vy,rod.omega,kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual"
+        "t,rod.x,rod.y,rod.theta,rod.vx,rod.vy,rod.omega,kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual,nsgs_sweeps"
     );
     // t = 0 and every 10th of the 40 steps.
     assert_eq!(lines.len(), 1 + 1 + 4);
@@ -764,4 +764,118 @@ fn a_negative_value_meets_the_parameters_range_check() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
     assert!(!dir.join("x.csv").exists(), "nothing written");
+}
+
+fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .expect("csv")
+        .lines()
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect()
+}
+
+/// Two identical settings diverge by nothing, bit for bit, and each side's
+/// columns are those a separate `run` writes.
+#[test]
+fn compare_of_identical_settings_matches_two_runs() {
+    let dir = temp_dir("compare-same");
+    let (cmp, run) = (dir.join("cmp.csv"), dir.join("run.csv"));
+    let side = "stepper=moreau-jean,mu=0.3";
+    let out = contactlab(&[
+        "compare",
+        "scenes/rod.ron",
+        "--a",
+        side,
+        "--b",
+        side,
+        "--duration",
+        "0.3",
+        "--csv",
+        cmp.to_str().expect("utf-8"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.lines().count(),
+        3,
+        "one line per run and the divergence: {err}"
+    );
+    assert!(err.contains("largest divergence: 0 m"), "{err}");
+    let out = contactlab(&[
+        "run",
+        "scenes/rod.ron",
+        "--stepper",
+        "moreau-jean",
+        "--mu",
+        "0.3",
+        "--duration",
+        "0.3",
+        "--csv",
+        run.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success());
+    let (cmp, run) = (csv_rows(&cmp), csv_rows(&run));
+    let columns = contactlab::scene::SUMMARY_COLUMNS.len();
+    assert_eq!(cmp[0].len(), 2 + 2 * columns);
+    assert_eq!(cmp[0][1], "A.kinetic_energy");
+    assert_eq!(cmp[0].last().map(String::as_str), Some("divergence"));
+    assert_eq!(cmp.len(), run.len(), "a row per step and t = 0");
+    for (c, r) in cmp.iter().zip(&run).skip(1) {
+        let summary = &r[r.len() - columns..];
+        let t = |s: &str| s.parse::<f64>().expect("t");
+        // The compare samples at k·h; the run's t sums its steps.
+        assert!(
+            (t(&c[0]) - t(&r[0])).abs() < 1e-12,
+            "t {} and {}",
+            c[0],
+            r[0]
+        );
+        assert_eq!(&c[1..1 + columns], summary, "A at t = {}", r[0]);
+        assert_eq!(
+            &c[1 + columns..1 + 2 * columns],
+            summary,
+            "B at t = {}",
+            r[0]
+        );
+        assert_eq!(c[1 + 2 * columns], "0", "divergence at t = {}", r[0]);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A run that fails is named in one line; the other completes, and the
+/// command exits non-zero.
+#[test]
+fn compare_completes_a_when_b_fails() {
+    let dir = temp_dir("compare-fail");
+    let cmp = dir.join("cmp.csv");
+    // The chain's springs are explicit in the Euler LCP: at h = 0.05 s,
+    // past their stability limit, Lemke's method ends on a ray.
+    let out = contactlab(&[
+        "compare",
+        "scenes/chain.ron",
+        "--b",
+        "stepper=euler-lcp,dt=0.05",
+        "--csv",
+        cmp.to_str().expect("utf-8"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let a: Vec<&str> = err.lines().filter(|l| l.starts_with("A (")).collect();
+    let b: Vec<&str> = err.lines().filter(|l| l.starts_with("B (")).collect();
+    assert_eq!((a.len(), b.len()), (1, 1), "{err}");
+    assert!(
+        a[0].contains("600 of 600 steps") && !a[0].contains("FAILED"),
+        "{err}"
+    );
+    assert!(
+        b[0].contains("euler-lcp") && b[0].contains("FAILED at"),
+        "{err}"
+    );
+    assert!(err.contains("run B failed"), "{err}");
+    let rows = csv_rows(&cmp);
+    let last = rows.last().expect("rows");
+    let t: f64 = last[0].parse().expect("t");
+    assert!((t - 3.0).abs() < 1e-9, "A ran to its end: {t}");
+    assert!(!last[1].is_empty() && last[9].is_empty(), "{last:?}");
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -304,3 +304,86 @@ fn generalized_linear_system_spring_block_loses_two_mu_g_over_omega_squared_per_
         "the block never sinks into the table"
     );
 }
+
+/// A box (0.2 × 0.2 × 0.05 m half extents, 1 kg) flat on the plane z = 0
+/// with μ = 0.4 and k friction edges, launched at 2 m/s along the angle
+/// `theta` (degrees from x) in the plane, stepped with Stewart–Trinkle and
+/// Lemke at h = 1 ms. Returns the planar velocity after each step.
+fn diagonal_slide(k: usize, theta: f64, steps: usize) -> Vec<(f64, f64)> {
+    let (s, c) = theta.to_radians().sin_cos();
+    let text = format!(
+        r#"Scene(name: "diagonal slide", params: (dt: 0.001, duration: 1.0, mu: 0.4, edges: {k}),
+        system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81),
+            bodies: [(name: "box", shape: Box(half_extents: (0.2, 0.2, 0.05)), mass: 1.0,
+                      position: (0.0, 0.0, 0.05), velocity: ({vx}, {vy}, 0.0))],
+            surfaces: [(name: "floor", normal: (0.0, 0.0, 1.0))])))"#,
+        vx = 2.0 * c,
+        vy = 2.0 * s,
+    );
+    let scene = scene::parse(&text, std::path::Path::new("slide.ron")).expect("valid scene");
+    let mut sim = Simulation::new(scene);
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        let report = sim.step().expect("a step");
+        assert!(
+            report.status.advances(),
+            "{:?} at t = {}",
+            report.status,
+            report.t
+        );
+        out.push((sim.state.v[0], sim.state.v[1]));
+    }
+    out
+}
+
+/// Stewart–Trinkle's friction on the k-edge polygon (§3, maximal
+/// dissipation over the convex hull of the edge directions d_i at angles
+/// 2πi/k): a box sliding at an angle θ strictly between the edges 0 and
+/// 2π/k is braked along the edge nearest its velocity, so its velocity
+/// across that edge stays and along it falls by μgh a step, until the
+/// velocity reaches the face normal between the two edges at π/k. From then
+/// on it slides straight along that normal, its speed falling by
+/// μgh·cos(π/k) a step. Every step but the one of the turn to 1e-9.
+#[test]
+fn a_diagonal_slide_turns_to_the_pyramids_face_normal() {
+    let (mu, g, h) = (0.4, 9.81, 0.001);
+    for (k, theta) in [(4usize, 22.5f64), (8, 10.0)] {
+        let face = std::f64::consts::PI / k as f64;
+        let (s, c) = theta.to_radians().sin_cos();
+        let (vx0, vy0) = (2.0 * c, 2.0 * s);
+        // Phase 1 ends when vx = vy / tan(π/k); the turn falls in step l*.
+        let turn = (vx0 - vy0 / face.tan()) / (mu * g * h);
+        let turn_step = turn.ceil() as usize;
+        let speed_at_turn = vy0 / face.sin();
+        // Phase 2 ends when the speed is gone; stop well before.
+        let stop = turn + speed_at_turn / (mu * g * h * face.cos());
+        let steps = (stop - 5.0) as usize;
+        let v = diagonal_slide(k, theta, steps);
+        let (mut first, mut second) = (0, 0);
+        for (i, &(vx, vy)) in v.iter().enumerate() {
+            let l = (i + 1) as f64;
+            let expected = if i + 1 < turn_step {
+                first += 1;
+                (vx0 - l * mu * g * h, vy0)
+            } else if i + 1 > turn_step {
+                second += 1;
+                // After the turn, along (cos π/k, sin π/k); the speed at the
+                // turn's instant falls by μg cos(π/k) per second.
+                let speed = speed_at_turn - (l - turn) * mu * g * h * face.cos();
+                (speed * face.cos(), speed * face.sin())
+            } else {
+                continue;
+            };
+            assert!(
+                (vx - expected.0).abs() < 1e-9 && (vy - expected.1).abs() < 1e-9,
+                "k = {k}, θ = {theta}°: step {} of v = ({vx}, {vy}), closed form {expected:?} \
+                 (turn at step {turn_step})",
+                i + 1
+            );
+        }
+        assert!(
+            first > 50 && second > 50,
+            "k = {k}: {first} and {second} steps checked"
+        );
+    }
+}

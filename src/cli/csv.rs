@@ -2,8 +2,9 @@
 //! `B.x,B.y,B.theta,B.vx,B.vy,B.omega`; per spatial body
 //! `B.x,B.y,B.z,B.qw,B.qx,B.qy,B.qz,B.vx,B.vy,B.vz,B.wx,B.wy,B.wz` (ω in world
 //! axes); per coordinate C of a linear system `C,C.dot`; then
-//! `kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual`
-//! (`residual`: the contact solve's own residual, relative; NSGS's ρ).
+//! `kinetic_energy,potential_energy,active_contacts,lcp_size,lcp_pivots,min_gap,residual,nsgs_sweeps`
+//! ([`summary_row`]; `residual`: the contact solve's own residual, relative,
+//! NSGS's ρ; `nsgs_sweeps`: 0 with Lemke).
 
 use crate::model::rigid::{position_size, velocity_size};
 use crate::model::{Dimension, Model, State};
@@ -71,29 +72,47 @@ pub fn csv_row(
             }
         }
     }
+    let mut out: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
+    out.extend(summary_row(model, params, state, report));
+    out.join(",")
+}
+
+/// The values of the summary columns ([`SUMMARY_COLUMNS`]) for `state`;
+/// `report` is the step that produced it (None at t = 0, where the LCP
+/// columns are 0 and min_gap is measured directly).
+pub fn summary_row(
+    model: &Model,
+    params: &Params,
+    state: &State,
+    report: Option<&StepReport>,
+) -> Vec<String> {
     let (kinetic, potential) = model.energy(&state.q, &state.v, params);
-    let (active, size, pivots, min_gap, residual) = match report {
+    let (active, size, pivots, min_gap, residual, sweeps) = match report {
         Some(r) => (
             r.active_contacts(),
             r.lcp_size,
             r.pivots,
             r.min_gap,
             r.residual,
+            r.sweeps,
         ),
-        None => {
-            let near =
-                crate::collision::contacts(model, &state.q, params.edges, model.length_scale());
-            let gap = near.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
-            (0, 0, 0, gap, 0.0)
-        }
+        None => (0, 0, 0, initial_gap(model, params, state), 0.0, 0),
     };
-    let mut out: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
-    out.push(format!("{kinetic}"));
-    out.push(format!("{potential}"));
-    out.push(active.to_string());
-    out.push(size.to_string());
-    out.push(pivots.to_string());
-    out.push(format!("{min_gap}"));
-    out.push(format!("{residual}"));
-    out.join(",")
+    vec![
+        format!("{kinetic}"),
+        format!("{potential}"),
+        active.to_string(),
+        size.to_string(),
+        pivots.to_string(),
+        format!("{min_gap}"),
+        format!("{residual}"),
+        sweeps.to_string(),
+    ]
+}
+
+/// The smallest gap among the contacts near `state`, m (∞ when none is
+/// within the contact margin).
+pub fn initial_gap(model: &Model, params: &Params, state: &State) -> f64 {
+    let near = crate::collision::contacts(model, &state.q, params.edges, model.length_scale());
+    near.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min)
 }

@@ -1,6 +1,8 @@
 //! The command line: `contactlab [SCENE]` opens the viewer, `contactlab run`
-//! steps a scene headless to CSV, `contactlab lcp` solves Siconos `.dat` files.
+//! steps a scene headless to CSV, `contactlab compare` runs it twice with
+//! different parameters, `contactlab lcp` solves Siconos `.dat` files.
 
+mod compare;
 mod csv;
 mod lcp_cmd;
 pub mod limits;
@@ -12,7 +14,8 @@ mod run;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use csv::{csv_header, csv_row};
+pub use compare::{compare_header, divergence, parse_side};
+pub use csv::{csv_header, csv_row, summary_row};
 
 /// contactlab: rigid-body dynamics with contact and friction by complementarity
 /// time-stepping.
@@ -69,6 +72,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Record a video (MP4, GIF or PNG frames) of a scene, frame-exact.
     Record(Box<RecordArgs>),
+    /// Run a scene twice, A and B, with different parameters, and write both
+    /// runs' summaries and their divergence as one CSV.
+    Compare(Box<CompareArgs>),
     /// Solve LCPs in the Siconos `.dat` format and print one line per file.
     Lcp {
         /// The `.dat` files.
@@ -119,6 +125,44 @@ pub struct RunArgs {
     pub state: Option<PathBuf>,
 }
 
+/// Arguments of `contactlab compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The scene file.
+    pub scene: PathBuf,
+    /// Run A's parameters as KEY=VALUE,... where the keys are `run`'s flags
+    /// without their dashes: stepper, solver, mu, edges, dt, restitution,
+    /// damping, stiffness, ncp_iterations, tolerance, max_iterations, strict,
+    /// cone, threads, max_step_pivots, max_step_seconds. Empty: the scene's.
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub a: String,
+    /// Run B's parameters, as for --a.
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub b: String,
+    /// Simulated time of both runs, s.
+    #[arg(long, allow_hyphen_values = true)]
+    pub duration: Option<f64>,
+    /// Write one row every N steps of the coarser step size.
+    #[arg(long, default_value_t = 1)]
+    pub every: u64,
+    /// Where the CSV goes: t, each run's summary columns (A.kinetic_energy,
+    /// …, B.nsgs_sweeps) and the divergence, the largest distance between a
+    /// body in A and the same body in B, m.
+    #[arg(long)]
+    pub csv: PathBuf,
+    /// Refuse a run of more steps than this (duration / h).
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_STEPS)]
+    pub max_steps: u64,
+    /// Refuse to write more CSV than this: bytes, or with a unit K, M, G, T
+    /// (binary).
+    #[arg(long, value_parser = limits::parse_bytes, default_value = "1G")]
+    pub max_csv_size: u64,
+    /// Refuse a scene estimated to need more memory than this (per run), as
+    /// `run --max-memory`.
+    #[arg(long, value_parser = limits::parse_bytes)]
+    pub max_memory: Option<u64>,
+}
+
 /// Arguments of `contactlab record`.
 #[derive(Debug, Clone, Args)]
 pub struct RecordArgs {
@@ -158,6 +202,7 @@ pub struct RecordArgs {
 pub fn dispatch(command: Command) -> Result<(), String> {
     match command {
         Command::Run(args) => run::run(&args),
+        Command::Compare(args) => compare::compare(&args),
         Command::Lcp { files, max_size } => lcp_cmd::run(&files, max_size),
         Command::Record(_) => Err(
             "this build has no viewer (built without the `viewer` feature), which `record` renders with"

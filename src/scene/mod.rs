@@ -702,7 +702,7 @@ fn triangle_inequality(
 /// The CSV columns after the bodies' or coordinates' own, one per step
 /// report quantity (`contactlab run`'s CSV): a coordinate may not be named
 /// as one of them.
-pub const SUMMARY_COLUMNS: [&str; 7] = [
+pub const SUMMARY_COLUMNS: [&str; 8] = [
     "kinetic_energy",
     "potential_energy",
     "active_contacts",
@@ -710,6 +710,7 @@ pub const SUMMARY_COLUMNS: [&str; 7] = [
     "lcp_pivots",
     "min_gap",
     "residual",
+    "nsgs_sweeps",
 ];
 
 /// Body and coordinate names head CSV columns (`NAME.x`, …), so they must
