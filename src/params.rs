@@ -232,6 +232,79 @@ pub struct Params {
     pub strict: bool,
 }
 
+/// The parameters one side of a comparison sets over its scene's own
+/// (`scene::comparison`): each field as in [`Params`], omitted to keep the
+/// scene's. The duration is the comparison's, the same for both sides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParamsPatch {
+    /// Time step h, s.
+    pub dt: Option<f64>,
+    /// Coulomb friction coefficient μ.
+    pub mu: Option<f64>,
+    /// Newton restitution ε_N.
+    pub restitution: Option<f64>,
+    /// Damping δ of the dampers that set none, N·s/m.
+    pub damping: Option<f64>,
+    /// Stiffness γ of the springs that set none, N/m.
+    pub stiffness: Option<f64>,
+    /// Edges k of the friction pyramid in space.
+    pub edges: Option<usize>,
+    /// The time-stepping scheme.
+    pub stepper: Option<StepperKind>,
+    /// Fixed-point iterations of Stewart–Trinkle's nonlinear version.
+    pub ncp_iterations: Option<usize>,
+    /// The contact solver.
+    pub solver: Option<SolverKind>,
+    /// NSGS: relative residual at which the sweeps stop.
+    pub tolerance: Option<f64>,
+    /// NSGS: the sweep limit of one solve.
+    pub max_iterations: Option<usize>,
+    /// NSGS's friction law in space.
+    pub friction_cone: Option<FrictionCone>,
+    /// NSGS: a solve at the sweep limit fails the step.
+    pub strict: Option<bool>,
+}
+
+impl ParamsPatch {
+    /// `base` with the fields this patch sets.
+    pub fn apply(&self, base: &Params) -> Params {
+        let mut p = base.clone();
+        let f = |slot: &mut f64, v: Option<f64>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        f(&mut p.dt, self.dt);
+        f(&mut p.mu, self.mu);
+        f(&mut p.restitution, self.restitution);
+        f(&mut p.damping, self.damping);
+        f(&mut p.stiffness, self.stiffness);
+        f(&mut p.tolerance, self.tolerance);
+        let n = |slot: &mut usize, v: Option<usize>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        n(&mut p.edges, self.edges);
+        n(&mut p.ncp_iterations, self.ncp_iterations);
+        n(&mut p.max_iterations, self.max_iterations);
+        if let Some(s) = self.stepper {
+            p.stepper = s;
+        }
+        if let Some(s) = self.solver {
+            p.solver = s;
+        }
+        if self.friction_cone.is_some() {
+            p.friction_cone = self.friction_cone;
+        }
+        if let Some(s) = self.strict {
+            p.strict = s;
+        }
+        p
+    }
+}
+
 /// The NSGS tolerance above which [`Params::warnings`] warns.
 pub const SOFT_TOLERANCE: f64 = 1e-2;
 

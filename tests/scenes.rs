@@ -4,6 +4,7 @@
 mod common;
 
 use contactlab::scene;
+use contactlab::sim::Simulation;
 use std::path::Path;
 
 const GOOD: &str = r#"Scene(
@@ -454,4 +455,42 @@ fn masses_sizes_and_inertias_the_dynamics_divide_by_are_bounded_below() {
         e.contains(": mass: is nearly singular: M⁻¹ has entries up to 1.000e13"),
         "{e}"
     );
+}
+
+/// Every shipped comparison loads, with its scene, and its two sides differ.
+#[test]
+fn every_shipped_comparison_loads() {
+    let mut count = 0;
+    for entry in std::fs::read_dir("scenes/compare").expect("scenes/compare/") {
+        let path = entry.expect("entry").path();
+        let c = scene::comparison::load_comparison(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(c.a, c.b, "{}: the sides are the same", path.display());
+        // A comparison is not a scene, and says so.
+        let e = scene::load(&path).expect_err("not a scene");
+        assert!(e.to_string().contains("contactlab compare"), "{e}");
+        count += 1;
+    }
+    assert!(count >= 4, "{count} comparisons");
+}
+
+/// The shipped diagonal slide: on the 4-edge pyramid the box's path bends
+/// to the face normal at 45°; on 64 edges it stays at 22.5° (within the
+/// 64-gon's own bend of at most π/64).
+#[test]
+fn the_diagonal_slide_bends_on_four_edges_and_not_on_sixty_four() {
+    let c = scene::comparison::load_comparison(std::path::Path::new(
+        "scenes/compare/diagonal_slide.ron",
+    ))
+    .expect("loads");
+    let heading = |params: &contactlab::params::Params| {
+        let mut sim = Simulation::with_params(c.scene.clone(), params.clone());
+        // Past the turn at 0.276 s, before the stop at 0.666 s.
+        while sim.state.t < 0.5 {
+            assert!(sim.step().expect("a step").status.advances());
+        }
+        sim.state.v[1].atan2(sim.state.v[0]).to_degrees()
+    };
+    let (a, b) = (heading(&c.a), heading(&c.b));
+    assert!((a - 45.0).abs() < 1e-6, "k = 4 heads at {a}°");
+    assert!((b - 22.5).abs() < 180.0 / 64.0, "k = 64 heads at {b}°");
 }

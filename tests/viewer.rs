@@ -684,6 +684,9 @@ mod pointer {
         let mut checked = 0;
         for entry in std::fs::read_dir(common::project_dir().join("scenes")).expect("scenes") {
             let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "ron") {
+                continue;
+            }
             let simulation = Simulation::new(contactlab::scene::load(&path).expect("loads"));
             let Model::Rigid(system) = simulation.model() else {
                 continue;

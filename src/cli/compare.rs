@@ -1,6 +1,8 @@
 //! `contactlab compare`: one scene run twice, A and B, each with its own
 //! parameters (`--a stepper=moreau-jean,mu=0.3`), written side by side as one
-//! CSV with the divergence between them.
+//! CSV with the divergence between them. Given a comparison file
+//! (`scene::comparison`), its sides' parameters come first and `--a` /
+//! `--b` apply over them.
 //!
 //! The two runs are sampled at the same times: every `--every` steps of the
 //! coarser step size, each run at its own step nearest that time. A run whose
@@ -11,11 +13,12 @@ use super::csv::{initial_gap, summary_row};
 use super::limits;
 use super::output::CsvOutput;
 use super::progress::Progress;
-use super::run::apply_overrides;
+use super::run::apply_overrides_over;
 use super::{CompareArgs, Overrides};
 use crate::interrupt;
 use crate::model::{Model, State};
 use crate::params::Params;
+use crate::scene::comparison::{is_comparison_file, load_comparison};
 use crate::scene::{self, SUMMARY_COLUMNS, Scene};
 use crate::sim::Simulation;
 use clap::Parser;
@@ -231,10 +234,18 @@ pub fn compare(args: &CompareArgs) -> Result<(), String> {
         o.max_memory = args.max_memory;
         sides.push(o);
     }
-    let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
+    let (scene, bases) = if is_comparison_file(&args.scene) {
+        let c = load_comparison(&args.scene).map_err(|e| e.to_string())?;
+        (c.scene, [c.a, c.b])
+    } else {
+        let scene = scene::load(&args.scene).map_err(|e| e.to_string())?;
+        let own = scene.params.clone();
+        (scene, [own.clone(), own])
+    };
     let mut runs = Vec::new();
-    for (label, o) in ["A", "B"].into_iter().zip(&sides) {
-        let params = apply_overrides(&scene, o).map_err(|e| format!("run {label}: {e}"))?;
+    for ((label, o), base) in ["A", "B"].into_iter().zip(&sides).zip(&bases) {
+        let params =
+            apply_overrides_over(&scene, base, o).map_err(|e| format!("run {label}: {e}"))?;
         let total = limits::check_steps(params.duration, params.dt, args.max_steps)
             .map_err(|e| format!("run {label}: {e}"))?;
         for warning in params.warnings() {

@@ -24,16 +24,20 @@ use crate::sim::Simulation;
 /// A scene estimated to need more memory than `--max-memory` allows, or
 /// than the process may use, is refused here ([`limits::check_memory`]).
 pub fn apply_overrides(scene: &Scene, o: &Overrides) -> Result<Params, String> {
-    let params = o
-        .apply(&scene.params, &scene.model.features())
-        .map_err(|e| {
-            format!(
-                "{}: {} (scene {})",
-                e.flag(),
-                e.message,
-                scene.path.display()
-            )
-        })?;
+    apply_overrides_over(scene, &scene.params, o)
+}
+
+/// [`apply_overrides`] over `base` instead of the scene's own parameters
+/// (one side of a comparison).
+pub fn apply_overrides_over(scene: &Scene, base: &Params, o: &Overrides) -> Result<Params, String> {
+    let params = o.apply(base, &scene.model.features()).map_err(|e| {
+        format!(
+            "{}: {} (scene {})",
+            e.flag(),
+            e.message,
+            scene.path.display()
+        )
+    })?;
     let estimate = crate::sim::memory::estimate(&scene.model, &params);
     limits::check_memory(&estimate, o.max_memory, limits::memory_limit())
         .map_err(|e| format!("{}: {e}", scene.path.display()))?;

@@ -6,6 +6,7 @@
 //! error names the file, the line and column, and the field. See `scenes/*.ron`
 //! for examples and the README for the format.
 
+pub mod comparison;
 pub mod drawing;
 pub mod generate;
 pub mod granular;
@@ -219,6 +220,13 @@ pub fn parse(source: &str, path: &Path) -> Result<Scene, SceneError> {
     // Editors on Windows may start the file with a UTF-8 byte-order mark,
     // which RON reads as a stray character before the opening `(`.
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
+    if comparison::is_comparison(source) {
+        return Err(Checker { source, path }.error(
+            &["Comparison"],
+            "Comparison",
+            "a comparison of two runs, not a scene: run it with `contactlab compare FILE`",
+        ));
+    }
     let options =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let file: SceneFile = options.from_str(source).map_err(|e| ron_error(&e, path))?;
