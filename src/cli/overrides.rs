@@ -2,7 +2,7 @@
 //! and the viewer: each one checked against the model and the chosen
 //! stepper, so that a flag that cannot apply is an error, not ignored.
 
-use crate::params::{FrictionCone, ModelFeatures, ParamError, Params, SolverKind, StepperKind};
+use crate::params::{ModelFeatures, ParamError, Params, ParamsPatch, SolverKind};
 use crate::stepper::StepSettings;
 
 /// Flags that override a scene's parameters (shared by `run`, `record` and
@@ -96,66 +96,51 @@ impl Overrides {
     /// error, not silently ignored.
     pub fn apply(&self, params: &Params, model: &ModelFeatures) -> Result<Params, ParamError> {
         let o = self;
-        let mut p = params.clone();
-        if let Some(name) = &o.stepper {
-            p.stepper = name
-                .parse::<StepperKind>()
-                .map_err(|e| ParamError::new("stepper", e))?;
-        }
-        let set = |slot: &mut f64, value: Option<f64>| {
-            if let Some(v) = value {
-                *slot = v;
-            }
+        let patch = ParamsPatch {
+            dt: o.dt,
+            mu: o.mu,
+            restitution: o.restitution,
+            damping: o.damping,
+            stiffness: o.stiffness,
+            edges: o.edges,
+            stepper: named(&o.stepper, "stepper")?,
+            ncp_iterations: o.ncp_iterations,
+            solver: named(&o.solver, "solver")?,
+            tolerance: o.tolerance,
+            max_iterations: o.max_iterations,
+            friction_cone: named(&o.friction_cone, "friction_cone")?,
+            strict: o.strict.then_some(true),
         };
-        set(&mut p.dt, o.dt);
-        set(&mut p.duration, o.duration);
-        set(&mut p.mu, o.mu);
-        if let Some(k) = o.edges {
-            if model.planar {
-                return Err(ParamError::new(
-                    "edges",
-                    "the scene is planar; planar contacts always use the pair ±t",
-                ));
-            }
-            p.edges = k;
+        let mut p = patch.apply(params);
+        if let Some(t) = o.duration {
+            p.duration = t;
         }
-        if let Some(e) = o.restitution {
-            if !p.stepper.uses_restitution() {
-                return Err(ParamError::new(
-                    "restitution",
-                    format!(
-                        "the {} stepper is inelastic by construction and has no restitution",
-                        p.stepper
-                    ),
-                ));
-            }
-            p.restitution = e;
+        if o.edges.is_some() && model.planar {
+            return Err(ParamError::new(
+                "edges",
+                "the scene is planar; planar contacts always use the pair ±t",
+            ));
         }
-        if let Some(d) = o.damping {
-            if !model.dampers_take_damping {
-                return Err(ParamError::new(
-                    "damping",
-                    "the scene has no dampers that take the scene-wide coefficient",
-                ));
-            }
-            p.damping = d;
+        if o.restitution.is_some() && !p.stepper.uses_restitution() {
+            return Err(ParamError::new(
+                "restitution",
+                format!(
+                    "the {} stepper is inelastic by construction and has no restitution",
+                    p.stepper
+                ),
+            ));
         }
-        if let Some(k) = o.stiffness {
-            if !model.springs_take_stiffness {
-                return Err(ParamError::new(
-                    "stiffness",
-                    "the scene has no springs that take the scene-wide stiffness",
-                ));
-            }
-            p.stiffness = k;
+        if o.damping.is_some() && !model.dampers_take_damping {
+            return Err(ParamError::new(
+                "damping",
+                "the scene has no dampers that take the scene-wide coefficient",
+            ));
         }
-        if let Some(n) = o.ncp_iterations {
-            p.ncp_iterations = n;
-        }
-        if let Some(name) = &o.solver {
-            p.solver = name
-                .parse::<SolverKind>()
-                .map_err(|e| ParamError::new("solver", e))?;
+        if o.stiffness.is_some() && !model.springs_take_stiffness {
+            return Err(ParamError::new(
+                "stiffness",
+                "the scene has no springs that take the scene-wide stiffness",
+            ));
         }
         if let Some(n) = o.threads
             && !(1..=2).contains(&n)
@@ -188,18 +173,19 @@ impl Overrides {
                 ));
             }
         }
-        if let Some(name) = &o.friction_cone {
-            p.friction_cone = Some(
-                name.parse::<FrictionCone>()
-                    .map_err(|e| ParamError::new("friction_cone", e))?,
-            );
-        }
-        set(&mut p.tolerance, o.tolerance);
-        if let Some(n) = o.max_iterations {
-            p.max_iterations = n;
-        }
-        p.strict |= o.strict;
         p.validate(model)?;
         Ok(p)
     }
+}
+
+/// A named choice given as a flag (`--stepper moreau-jean`), parsed; an
+/// unknown name is an error at `field`.
+fn named<T: std::str::FromStr<Err = String>>(
+    name: &Option<String>,
+    field: &'static str,
+) -> Result<Option<T>, ParamError> {
+    name.as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| ParamError::new(field, e))
 }
