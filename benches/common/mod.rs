@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sums over the steps of a run.
+#[allow(dead_code)] // not every benchmark sums its steps
 #[derive(Debug, Default)]
 pub struct Split {
     pub steps: usize,
@@ -27,6 +28,7 @@ pub struct Split {
     pub unsolved: usize,
 }
 
+#[allow(dead_code)]
 impl Split {
     /// Adds one step's report.
     pub fn add(&mut self, r: &StepReport) {

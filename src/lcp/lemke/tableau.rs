@@ -431,50 +431,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         } else {
             computed.iter().map(Vec::as_slice).collect()
         };
-        let mut slot = vec![usize::MAX; self.n];
-        for (k, &i) in ties.iter().enumerate() {
-            slot[i] = k;
-        }
-        // The tied rows' entries are read a block of columns at a time, each
-        // row's block one contiguous read, into `block` laid out column by
-        // column: the column-by-column test then reads contiguous memory
-        // instead of one entry of every row (a cache miss each on Murty's
-        // problem, where n rows stay tied through all n columns).
-        const BLOCK: usize = 8;
-        let width = rows.len();
-        let mut block = vec![0.0; BLOCK * width];
-        let mut from = self.n;
-        // A column where every tied row is exactly zero leaves the ties as
-        // they are (all ratios 0, a tolerance of 0): the test goes on to the
-        // next column (B⁻¹ is sparse on degenerate bases, and its rows may
-        // tie for most of their length).
-        while ties.len() > 1 && column < self.n {
-            if column < from || column >= from + BLOCK {
-                from = column;
-                let to = (from + BLOCK).min(self.n);
-                for &i in &ties {
-                    let k = slot[i];
-                    for (c, &x) in rows[k][from..to].iter().enumerate() {
-                        block[c * width + k] = x;
-                    }
-                }
-            }
-            let values = &block[(column - from) * width..(column - from + 1) * width];
-            column += 1;
-            if ties.iter().all(|&i| values[slot[i]] == 0.0) {
-                continue;
-            }
-            min_ties_into(
-                self.pivot_tolerance,
-                &ties,
-                |i| values[slot[i]],
-                a,
-                &mut ratios,
-                &mut next,
-            );
-            std::mem::swap(&mut ties, &mut next);
-        }
-        ties.first().copied()
+        lexico_rest(self.pivot_tolerance, &ties, &rows, column, self.n, a)
     }
 
     /// Pivots `entering` into row `r` (with `self.abar` = B⁻¹ A_entering);
@@ -697,6 +654,100 @@ pub(super) fn min_ties(
     out
 }
 
+/// The lexicographic test's remaining columns, from `column` on, over the
+/// tied rows `ties` whose rows of B⁻¹ are `rows` (in the same order): the
+/// decisions of [`min_ties_into`] applied column by column, made in time
+/// that follows the nonzero entries.
+///
+/// A column where every tied row is exactly zero leaves the ties as they are
+/// (all ratios 0, a tolerance of 0), and at any column only the rows whose
+/// next nonzero entry lies there have a ratio other than 0. So each row keeps
+/// the column of its next nonzero entry, found by one contiguous scan of its
+/// row, in a heap; a step of the test reads only the rows whose entries are
+/// nonzero in its column, and the rows that are zero there survive or leave
+/// together. On Murty's problem n rows stay tied through most of the n
+/// columns, one leaving at each: read column by column that is n²/2 ratios a
+/// pivot, here n²/2 entries scanned and n ratios.
+fn lexico_rest(
+    tolerance: f64,
+    ties: &[usize],
+    rows: &[&[f64]],
+    column: usize,
+    n: usize,
+    a: &[f64],
+) -> Option<usize> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let m = ties.len();
+    let next_nonzero = |row: &[f64], from: usize| {
+        row[from..n]
+            .iter()
+            .position(|&x| x != 0.0)
+            .map_or(n, |p| from + p)
+    };
+    let mut heap: BinaryHeap<Reverse<(usize, usize)>> = rows
+        .iter()
+        .enumerate()
+        .map(|(k, row)| Reverse((next_nonzero(row, column.min(n)), k)))
+        .collect();
+    let mut alive = vec![true; m];
+    let mut count = m;
+    // a_max over the rows alive: the rows by decreasing a, the first alive.
+    let mut by_a: Vec<usize> = (0..m).collect();
+    by_a.sort_by(|&x, &y| a[ties[y]].total_cmp(&a[ties[x]]));
+    let mut largest = 0;
+    let mut group: Vec<(usize, f64)> = Vec::new();
+    while count > 1 {
+        let Some(&Reverse((at, _))) = heap.peek() else {
+            break;
+        };
+        if at >= n {
+            break;
+        }
+        group.clear();
+        while let Some(&Reverse((c, k))) = heap.peek() {
+            if c != at {
+                break;
+            }
+            heap.pop();
+            group.push((k, 0.0));
+        }
+        while !alive[by_a[largest]] {
+            largest += 1;
+        }
+        let a_max = a[ties[by_a[largest]]];
+        let zeros = count - group.len();
+        let mut min = if zeros > 0 { 0.0 } else { f64::INFINITY };
+        let mut num_max = 0.0_f64;
+        for (k, ratio) in group.iter_mut() {
+            let x = rows[*k][at];
+            let r = x / a[ties[*k]];
+            if !r.is_finite() {
+                return None;
+            }
+            *ratio = r;
+            min = min.min(r);
+            num_max = num_max.max(x.abs());
+        }
+        let tol = tolerance * min.abs().max(num_max / a_max);
+        if zeros > 0 && 0.0 - min > tol {
+            for Reverse((_, k)) in heap.drain() {
+                alive[k] = false;
+            }
+            count -= zeros;
+        }
+        for &(k, r) in &group {
+            if r - min <= tol {
+                heap.push(Reverse((next_nonzero(rows[k], at + 1), k)));
+            } else {
+                alive[k] = false;
+                count -= 1;
+            }
+        }
+    }
+    alive.iter().position(|&x| x).map(|k| ties[k])
+}
+
 /// [`min_ties`] into `out` (replaced), with `ratios` as work space: one pass
 /// over the candidates for the ratios and the scales, one for the filter.
 pub(super) fn min_ties_into(
@@ -729,4 +780,86 @@ pub(super) fn min_ties_into(
             .filter(|&(_, &r)| r - min <= tol)
             .map(|(&i, _)| i),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// The lexicographic test read column by column: every tied row's
+    /// ratio at every column, the decisions of [`min_ties_into`].
+    fn column_by_column(
+        tolerance: f64,
+        ties: &[usize],
+        rows: &[&[f64]],
+        n: usize,
+        a: &[f64],
+    ) -> Option<usize> {
+        let slot = |i: usize| ties.iter().position(|&t| t == i).expect("a tie");
+        let mut current = ties.to_vec();
+        let (mut ratios, mut next) = (Vec::new(), Vec::new());
+        let mut column = 0;
+        while current.len() > 1 && column < n {
+            min_ties_into(
+                tolerance,
+                &current,
+                |i| rows[slot(i)][column],
+                a,
+                &mut ratios,
+                &mut next,
+            );
+            std::mem::swap(&mut current, &mut next);
+            column += 1;
+        }
+        current.first().copied()
+    }
+
+    #[test]
+    fn the_rest_of_the_lexicographic_test_decides_as_column_by_column() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for trial in 0..2_000 {
+            let n = 1 + trial % 13;
+            // Sparse rows whose nonzeros repeat a few values, so that rows
+            // tie over several columns and leave both singly and together.
+            let values = [1.0, -1.0, 2.0, 0.5, 1.0 + 1e-14, -3.0];
+            let matrix: Vec<Vec<f64>> = (0..n)
+                .map(|_| {
+                    (0..n)
+                        .map(|_| {
+                            if rng.random_bool(0.7) {
+                                0.0
+                            } else {
+                                values[rng.random_range(0..values.len())]
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let a: Vec<f64> = (0..n)
+                .map(|_| [1.0, 2.0, 0.5][rng.random_range(0..3)])
+                .collect();
+            let ties: Vec<usize> = (0..n).filter(|_| rng.random_bool(0.8)).collect();
+            if ties.len() < 2 {
+                continue;
+            }
+            let rows: Vec<&[f64]> = ties.iter().map(|&i| matrix[i].as_slice()).collect();
+            let from = rng.random_range(0..n);
+            let tail: Vec<Vec<f64>> = rows
+                .iter()
+                .map(|r| {
+                    let mut r = r.to_vec();
+                    r[..from].fill(0.0);
+                    r
+                })
+                .collect();
+            let tail_rows: Vec<&[f64]> = tail.iter().map(Vec::as_slice).collect();
+            assert_eq!(
+                lexico_rest(1e-12, &ties, &tail_rows, from, n, &a),
+                column_by_column(1e-12, &ties, &tail_rows, n, &a),
+                "trial {trial}: rows {matrix:?}, a {a:?}, ties {ties:?}, from {from}"
+            );
+        }
+    }
 }

@@ -1,0 +1,185 @@
+//! The exact solver's worst cases: stacks of boxes resting face to face,
+//! where every vertex of the contact LCP is degenerate (docs/solvers.md,
+//! "Why the wall ships with k = 4"), at k = 4, 8 and 16 friction edges.
+//!
+//! Each scene runs from its start under Stewart–Trinkle with Lemke for its
+//! duration (or `CONTACTLAB_WORST_SECONDS`, whichever is shorter), under a
+//! step budget of `CONTACTLAB_WORST_STEP_SECONDS` (default 10 s; the
+//! `--max-step-seconds` of `contactlab run`) and a run budget of
+//! `CONTACTLAB_WORST_RUN_SECONDS` of wall time (default 120 s), past which
+//! the row says how far the run got. A row reports the simulated time
+//! reached, the real-time factor, the mean, 99th-percentile and largest
+//! step time, and the mean and largest pivots a step.
+//!
+//! `CONTACTLAB_WORST_SCENES=wall,tower` picks the scenes (default all) and
+//! `CONTACTLAB_WORST_EDGES=4,8` the edge counts (default 4, 8, 16).
+//!
+//! Criterion then times Lemke's dense tableau on Murty's problem with
+//! n = 200 to 20,000 pivots, the `contactlab lcp` path whose cost a pivot
+//! is O(n²).
+
+mod common;
+
+use common::{env_or, env_sizes};
+use contactlab::lcp::{self, Lcp, LemkeOptions};
+use contactlab::scene;
+use contactlab::sim::Simulation;
+use criterion::{Criterion, criterion_group, criterion_main};
+use nalgebra::{DMatrix, DVector};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The scenes: a name, the file, and whether its edge count is varied
+/// (the piles keep their own k).
+const SCENES: &[(&str, &str, bool)] = &[
+    ("wall", "scenes/wall.ron", true),
+    ("corner_pyramid", "benches/scenes/corner_pyramid.ron", true),
+    ("stacked_wall", "benches/scenes/stacked_wall.ron", true),
+    ("tower", "scenes/tower.ron", true),
+    ("pile", "scenes/pile.ron", true),
+    ("grid_pile_200", "benches/scenes/grid_pile_200.ron", false),
+];
+
+/// What one run cost, step by step.
+struct Run {
+    reached: f64,
+    wall: Duration,
+    steps: Vec<Duration>,
+    pivots: Vec<usize>,
+    ended: String,
+}
+
+fn run(path: &str, edges: Option<usize>, seconds: f64, step: f64, budget: f64) -> Run {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scene = scene::load(&root.join(path)).expect("the benchmark's scenes load");
+    let duration = scene.params.duration.min(seconds);
+    let mut sim = Simulation::new(scene);
+    if let Some(k) = edges {
+        sim.params.edges = k;
+    }
+    sim.step_settings_mut().budget.max_seconds = Some(step);
+    let (mut steps, mut pivots) = (Vec::new(), Vec::new());
+    let start = Instant::now();
+    let mut ended = "complete".to_string();
+    while sim.state.t < duration - 0.5 * sim.params.dt {
+        if start.elapsed().as_secs_f64() > budget {
+            ended = format!("run budget of {budget} s spent");
+            break;
+        }
+        let before = Instant::now();
+        match sim.step() {
+            Ok(r) => {
+                steps.push(before.elapsed());
+                pivots.push(r.pivots);
+            }
+            Err(e) => {
+                ended = format!("stopped: {e}");
+                break;
+            }
+        }
+    }
+    Run {
+        reached: sim.state.t,
+        wall: start.elapsed(),
+        steps,
+        pivots,
+        ended,
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn print_row(name: &str, k: &str, r: &Run) {
+    let mut sorted = r.steps.clone();
+    sorted.sort();
+    let n = r.steps.len().max(1) as f64;
+    let mean = r.steps.iter().sum::<Duration>().as_secs_f64() / n;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    eprintln!(
+        "| {name} | {k} | {:.3} | {:.2} | {:.3} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} |",
+        r.reached,
+        r.wall.as_secs_f64(),
+        r.reached / r.wall.as_secs_f64().max(1e-12),
+        mean * 1e3,
+        ms(percentile(&sorted, 0.99)),
+        ms(sorted.last().copied().unwrap_or_default()),
+        r.pivots.iter().sum::<usize>() as f64 / n,
+        r.pivots.iter().max().copied().unwrap_or(0),
+        r.ended,
+    );
+}
+
+/// Murty's example: M upper triangular, 1 on the diagonal and 2 above it,
+/// qᵢ = −(2ⁱ + … + 2ⁿ); Lemke from e takes 2ⁿ pivots.
+fn murty(n: usize) -> Lcp {
+    let m = DMatrix::from_fn(n, n, |i, j| match j.cmp(&i) {
+        std::cmp::Ordering::Equal => 1.0,
+        std::cmp::Ordering::Greater => 2.0,
+        std::cmp::Ordering::Less => 0.0,
+    });
+    let q = DVector::from_fn(n, |i, _| {
+        -((i + 1)..=n).map(|k| 2f64.powi(k as i32)).sum::<f64>()
+    });
+    Lcp::new(m, q).expect("square")
+}
+
+fn bench(c: &mut Criterion) {
+    let seconds = env_or(
+        "CONTACTLAB_WORST_SECONDS",
+        |&s: &f64| s > 0.0,
+        f64::INFINITY,
+    );
+    let step = env_or("CONTACTLAB_WORST_STEP_SECONDS", |&s: &f64| s > 0.0, 10.0);
+    let budget = env_or("CONTACTLAB_WORST_RUN_SECONDS", |&s: &f64| s > 0.0, 120.0);
+    let edges = env_sizes("CONTACTLAB_WORST_EDGES", &[4, 8, 16]);
+    let chosen: Option<Vec<String>> = std::env::var("CONTACTLAB_WORST_SCENES")
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    eprintln!(
+        "Stewart–Trinkle with Lemke from each scene's start; step budget {step} s, run budget {budget} s"
+    );
+    eprintln!(
+        "| scene | k | reached, s | wall, s | real-time factor | mean ms/step | p99 ms | max ms | pivots/step | max pivots | ended |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for &(name, path, varied) in SCENES {
+        if chosen
+            .as_ref()
+            .is_some_and(|c| !c.iter().any(|x| x == name))
+        {
+            continue;
+        }
+        if varied {
+            for &k in &edges {
+                print_row(
+                    name,
+                    &k.to_string(),
+                    &run(path, Some(k), seconds, step, budget),
+                );
+            }
+        } else {
+            print_row(name, "scene's", &run(path, None, seconds, step, budget));
+        }
+    }
+
+    let problem = murty(200);
+    let options = LemkeOptions {
+        max_pivots: Some(20_000),
+        ..LemkeOptions::default()
+    };
+    let mut group = c.benchmark_group("worst");
+    group.sample_size(10);
+    group.bench_function("murty_200_20000_pivots", |b| {
+        b.iter(|| lcp::lemke::solve(&problem, &options).map(|s| s.pivots))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
