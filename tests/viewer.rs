@@ -1,8 +1,11 @@
 //! The viewer's simulation plugin, headless: fixed ticks step the simulation,
-//! body transforms follow it, and live parameter changes take effect.
+//! body transforms follow it, and live parameter changes take effect; compare
+//! mode in [`compare`].
 #![cfg(feature = "viewer")]
 
 mod common;
+#[path = "viewer/compare.rs"]
+mod compare;
 
 use bevy::ecs::system::RunSystemOnce;
 use bevy::prelude::*;

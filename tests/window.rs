@@ -51,8 +51,9 @@ fn screenshot_with(
     keep: Option<&Path>,
 ) -> (u32, u32, Vec<[u8; 3]>) {
     let out = std::env::temp_dir().join(format!(
-        "contactlab-window-{}-{scene}.png",
-        std::process::id()
+        "contactlab-window-{}-{}.png",
+        std::process::id(),
+        scene.replace('/', "-")
     ));
     let binary = env!("CARGO_BIN_EXE_contactlab");
     let scene = common::project_dir().join("scenes").join(scene);
@@ -178,6 +179,39 @@ fn a_drag_in_progress_with_the_inspector_open() {
     assert!(
         panel_slip > 20,
         "orange contact states in the panel: {panel_slip} px"
+    );
+}
+
+/// Share of the scene's pixels (right of the panel, above the timeline) in
+/// the ghost's magenta: red and blue both well above green.
+fn ghost_share(pixels: &[[u8; 3]]) -> f64 {
+    let scene: Vec<[u8; 3]> = pixels
+        .chunks(WINDOW.0 as usize)
+        .take(720)
+        .flat_map(|row| row[400..].iter().copied())
+        .collect();
+    let ghost = scene
+        .iter()
+        .filter(|p| p[0] >= p[1].saturating_add(60) && p[2] >= p[1].saturating_add(60))
+        .count();
+    ghost as f64 / scene.len() as f64
+}
+
+/// A comparison file opened in the viewer draws run B as a translucent
+/// magenta ghost over A (`scenes/compare/pile.ron`: Lemke against NSGS):
+/// at least 2 % more of the scene is magenta than with the same scene opened
+/// plain (about 4.6 % against 1 % here). The picture is kept as
+/// `contactlab-compare-pile.png` in the temporary directory.
+#[test]
+fn a_comparison_draws_run_b_as_a_ghost_over_a() {
+    let keep = std::env::temp_dir().join("contactlab-compare-pile.png");
+    let (width, height, pixels) = screenshot_with("compare/pile.ron", 60, &[], Some(&keep));
+    assert_eq!((width, height), WINDOW);
+    let (_, _, plain) = screenshot("pile.ron", 60);
+    let (ghost, without) = (ghost_share(&pixels), ghost_share(&plain));
+    assert!(
+        ghost - without > 0.02,
+        "magenta covers {ghost:.4} of the scene with the ghost, {without:.4} without"
     );
 }
 

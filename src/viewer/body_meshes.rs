@@ -11,7 +11,12 @@
 //! crowd: the silo's bin, the hourglass, the avalanche's rails) are drawn
 //! translucent, casting no shadow, so that the grains inside them show
 //! ([`is_container`]).
+//!
+//! A comparison's run B is drawn as a ghost: each moving body of B in one
+//! translucent tint ([`GHOST`]), a little larger than A's so that it shows
+//! where the runs agree.
 
+use super::compare::{Compare, GhostBody};
 use super::material::LabMaterial;
 use super::sim::{BodyVisual, SceneEpoch, Sim, rigid};
 use super::visuals::{body_color, planar_depth};
@@ -27,7 +32,7 @@ pub struct BodyMeshesPlugin;
 impl Plugin for BodyMeshesPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<BodyAssets>()
-            .add_systems(Update, attach_body_meshes);
+            .add_systems(Update, (attach_body_meshes, attach_ghost_meshes).chain());
     }
 }
 
@@ -208,7 +213,19 @@ enum Finish {
     Marker,
     /// A container's wall, seen through ([`is_container`]).
     Container,
+    /// A body of a comparison's run B ([`GHOST`]).
+    Ghost,
 }
+
+/// The tint of run B's bodies (sRGB), apart from every body colour.
+pub const GHOST: Color = Color::srgb(0.95, 0.3, 0.95);
+
+/// Opacity of run B's bodies.
+pub const GHOST_ALPHA: f32 = 0.45;
+
+/// How much larger a ghost is drawn than its body, so that it is not hidden
+/// inside A's body where the runs agree.
+const GHOST_SCALE: f32 = 1.03;
 
 /// A material of the viewer's bodies: its colour (sRGB, f32 bits) and finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -274,6 +291,7 @@ impl BodyAssets {
                     Finish::Container => {
                         LabMaterial::lit(color, 0.2, 40.0).translucent(CONTAINER_ALPHA)
                     }
+                    Finish::Ghost => LabMaterial::lit(color, 0.2, 40.0).translucent(GHOST_ALPHA),
                 })
             })
             .clone()
@@ -386,6 +404,52 @@ fn attach_body_meshes(
                 }
             }
         }
+    }
+}
+
+/// Gives new ghost entities (run B's bodies) their body's mesh in the
+/// translucent [`GHOST`] tint, casting no shadow.
+fn attach_ghost_meshes(
+    mut commands: Commands,
+    (sim, compare, epoch): (Res<Sim>, Option<Res<Compare>>, Res<SceneEpoch>),
+    mut added: Query<(Entity, &GhostBody, &mut Transform), Added<GhostBody>>,
+    mut cache: ResMut<BodyAssets>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<LabMaterial>>,
+) {
+    // The scene's assets are the bodies' (a new scene empties them first).
+    if cache.epoch != Some(*epoch) {
+        return;
+    }
+    let Some(compare) = compare else {
+        return;
+    };
+    let Some(system) = rigid(&compare.b) else {
+        return;
+    };
+    // A's and B's scene is the same.
+    let depth = planar_depth(&sim);
+    let moving_balls = (0..system.bodies.len())
+        .filter(|&i| matches!(system.bodies[i].shape, Shape::Sphere { .. }) && !system.is_fixed(i))
+        .count();
+    let material = cache.material(GHOST, Finish::Ghost, &mut materials);
+    for (entity, ghost, mut transform) in &mut added {
+        let Some(spec) = system.bodies.get(ghost.0) else {
+            continue;
+        };
+        let detail = Detail::of(moving_balls, system.is_fixed(ghost.0));
+        let (shape, scale) = shared_shape(&spec.shape, system.dimension);
+        let mesh = cache.mesh(
+            MeshKey::body(&shape, system.dimension, depth, detail),
+            &mut meshes,
+            || body_mesh(&shape, system.dimension, depth, detail),
+        );
+        transform.scale = scale * GHOST_SCALE;
+        commands.entity(entity).insert((
+            Mesh3d(mesh),
+            MeshMaterial3d(material.clone()),
+            NotShadowCaster,
+        ));
     }
 }
 

@@ -17,6 +17,8 @@
 //!   and "save scene as".
 //! - [`panel`]: the egui side panel and keyboard shortcuts; [`plots`]: its
 //!   plots.
+//! - [`compare`]: a comparison file opened as two runs in lockstep, B drawn
+//!   as a ghost over A; [`compare_panel`]: the panel's "Compare" section.
 //! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
 //! - [`frame_rate`]: the wall-clock frame rate, shown in the panel.
@@ -24,6 +26,8 @@
 
 pub mod body_meshes;
 pub mod camera;
+pub mod compare;
+pub mod compare_panel;
 pub mod drawing;
 pub mod follow;
 pub mod frame_rate;
@@ -106,13 +110,19 @@ pub fn load_simulation_from(
     state: Option<&Path>,
 ) -> Result<Simulation, String> {
     let mut simulation = load_simulation(path, overrides)?;
+    start_from(&mut simulation, state)?;
+    Ok(simulation)
+}
+
+/// Puts a snapshot's state into `simulation`, when one is given.
+fn start_from(simulation: &mut Simulation, state: Option<&Path>) -> Result<(), String> {
     if let Some(state) = state
         && let Some(note) =
-            crate::sim::snapshot::load_into(&mut simulation, state).map_err(|e| e.to_string())?
+            crate::sim::snapshot::load_into(simulation, state).map_err(|e| e.to_string())?
     {
         eprintln!("{note}");
     }
-    Ok(simulation)
+    Ok(())
 }
 
 /// The default scene: `scenes/rod.ron` from the working directory, or from the
@@ -178,7 +188,12 @@ impl Plugin for ViewerPlugin {
 /// Opens the viewer.
 pub fn run(args: ViewArgs) -> Result<(), String> {
     let path = args.scene.clone().unwrap_or_else(default_scene);
-    let simulation = load_simulation_from(&path, &args.overrides, args.state.as_deref())?;
+    let (mut simulation, mut compare) = compare::load_scene_or_comparison(&path, &args.overrides)?;
+    start_from(&mut simulation, args.state.as_deref())?;
+    if let Some(compare) = compare.as_mut() {
+        start_from(&mut compare.b, args.state.as_deref())?;
+        compare.previous_q.clone_from(&compare.b.state.q);
+    }
     let drag = screenshot::ScriptedDrag::parse(args.drag.as_deref(), args.drag_by.as_deref())?;
     // Checked before the adapter, so that a bad flag is named first.
     let requested = args.msaa.map(msaa_samples).transpose()?;
@@ -187,7 +202,10 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     // where the 1,000-grain silo drew a frame in 185 ms with 4 samples and
     // in 80 ms without (Mesa's llvmpipe, this machine, paused).
     let msaa = requested.unwrap_or(if software { Msaa::Off } else { Msaa::Sample4 });
-    let title = format!("contactlab — {}", simulation.scene.name);
+    let title = match &compare {
+        Some(compare) => format!("contactlab — {} (A against B)", compare.name),
+        None => format!("contactlab — {}", simulation.scene.name),
+    };
     let mut app = App::new();
     app.add_plugins(
         DefaultPlugins
@@ -207,7 +225,7 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     )
     .insert_resource(SceneSource::new(path, args.overrides.clone()))
     .insert_resource(camera::WindowMsaa(msaa))
-    .add_plugins(SimPlugin::new(simulation))
+    .add_plugins(SimPlugin::comparing(simulation, compare))
     .add_plugins(ViewerPlugin)
     .add_plugins(record::RecordPlugin);
     if args.paused {

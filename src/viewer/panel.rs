@@ -2,6 +2,7 @@
 //! help, and the plots of [`super::plots`]) and the keyboard shortcuts.
 
 use super::SceneSource;
+use super::compare::Compare;
 use super::frame_rate::FrameRate;
 use super::overlay::{OverlayOptions, SEPARATING, SLIP, STICK, drawn_stride};
 use super::reload::PendingLoad;
@@ -70,6 +71,7 @@ fn keyboard_shortcuts(
     mut control: ResMut<SimControl>,
     mut previous: ResMut<PreviousState>,
     mut history: ResMut<History>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     if layout.text_editing {
         return;
@@ -81,7 +83,13 @@ fn keyboard_shortcuts(
         control.step_once = true;
     }
     if keys.just_pressed(KeyCode::KeyR) {
-        sim::reset(&mut sim, &mut previous, &mut control, &mut history);
+        sim::reset(
+            &mut sim,
+            &mut previous,
+            &mut control,
+            &mut history,
+            compare.as_deref_mut(),
+        );
     }
     if keys.just_pressed(KeyCode::F1) {
         layout.visible = !layout.visible;
@@ -158,7 +166,11 @@ fn panel_ui(
         Option<Res<super::record::Recording>>,
     ),
     mut hands_ui: super::inspector::HandsUi,
-    (frame_rate, mut job): (Option<Res<FrameRate>>, ResMut<StepJob>),
+    (frame_rate, mut job, mut compare): (
+        Option<Res<FrameRate>>,
+        ResMut<StepJob>,
+        Option<ResMut<Compare>>,
+    ),
 ) {
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
@@ -231,8 +243,7 @@ fn panel_ui(
                         ui,
                         &mut sim,
                         &mut control,
-                        &mut previous,
-                        &mut history,
+                        (&mut previous, &mut history, compare.as_deref_mut()),
                         &source,
                         &mut pending,
                     );
@@ -250,8 +261,12 @@ fn panel_ui(
                     if layout.tab == PanelTab::Plots {
                         let marker = history.timeline.scrubbing().then_some(sim.state.t);
                         let nsgs = sim.params.solver == SolverKind::Nsgs;
-                        super::plots::plots(ui, &history, marker, nsgs);
+                        super::plots::plots(ui, &history, compare.as_deref(), marker, nsgs);
                         return;
+                    }
+                    if let Some(compare) = compare.as_deref_mut() {
+                        super::compare_panel::compare_section(ui, &sim, compare);
+                        ui.separator();
                     }
                     if let (Some(hands), Some(selection), Some(follow)) = (
                         hands_ui.hands.as_deref_mut(),
@@ -421,8 +436,7 @@ fn playback(
     ui: &mut egui::Ui,
     sim: &mut Sim,
     control: &mut SimControl,
-    previous: &mut PreviousState,
-    history: &mut History,
+    (previous, history, compare): (&mut PreviousState, &mut History, Option<&mut Compare>),
     source: &SceneSource,
     pending: &mut PendingLoad,
 ) {
@@ -439,7 +453,7 @@ fn playback(
             control.step_once = true;
         }
         if ui.button("Reset").on_hover_text("R").clicked() {
-            sim::reset(sim, previous, control, history);
+            sim::reset(sim, previous, control, history, compare);
         }
         if ui
             .button("⟳ Reload")

@@ -1,13 +1,27 @@
 //! The panel's plots of the recent history ([`History`], bounded in time and
 //! points): energy, contacts and LCP size, step time, and under NSGS the
 //! sweeps per step and the residual each step stopped at, on a log scale.
+//! In compare mode, first A's and B's energy, deepest gap and contacts
+//! overlaid, and the divergence between them.
 
+use super::compare::Compare;
 use super::sim::{History, Sample};
 use bevy_egui::egui;
 use egui_plot::{Corner, GridMark, HoverPosition, Legend, Line, Plot, PlotPoints, VLine};
+use std::collections::VecDeque;
 
 fn series(history: &History, f: impl Fn(&Sample) -> f64) -> PlotPoints<'static> {
-    history.samples.iter().map(|s| [s.t, f(s)]).collect()
+    samples(&history.samples, f)
+}
+
+/// The finite values of `f` over `samples` (a step without contacts has no
+/// deepest gap).
+fn samples(samples: &VecDeque<Sample>, f: impl Fn(&Sample) -> f64) -> PlotPoints<'static> {
+    samples
+        .iter()
+        .map(|s| [s.t, f(s)])
+        .filter(|p| p[1].is_finite())
+        .collect()
 }
 
 /// log₁₀ of the residuals of the steps that had a problem to solve (a
@@ -32,28 +46,65 @@ fn power_of_ten(mark: GridMark, _range: &std::ops::RangeInclusive<f64>) -> Strin
     }
 }
 
-/// The plots section: energy, contacts and LCP size, step time, and under
-/// NSGS (`nsgs`) its sweeps and residual per step; `marker` is the scrubbed
-/// time, if any.
-pub fn plots(ui: &mut egui::Ui, history: &History, marker: Option<f64>, nsgs: bool) {
+/// A small fixed plot with a legend.
+fn plot(id: &str) -> Plot<'static> {
+    Plot::new(id.to_owned())
+        .height(82.0)
+        .legend(
+            Legend::default()
+                .position(Corner::LeftTop)
+                .text_style(egui::TextStyle::Small)
+                .background_alpha(0.5),
+        )
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .allow_boxed_zoom(false)
+        .y_axis_min_width(36.0)
+}
+
+/// Compare mode's plots: A's and B's series overlaid ("A", "B"), and the
+/// divergence.
+fn compare_plots(ui: &mut egui::Ui, history: &History, compare: &Compare) {
+    let overlaid = |ui: &mut egui::Ui, id: &str, f: &dyn Fn(&Sample) -> f64| {
+        plot(id).show(ui, |p| {
+            p.line(Line::new("A", samples(&history.samples, f)));
+            p.line(Line::new("B", samples(&compare.history.samples, f)));
+        });
+    };
+    ui.label("total energy (J)");
+    overlaid(ui, "compare energy", &|s| s.kinetic + s.potential);
+    ui.label("deepest gap (m)");
+    overlaid(ui, "compare gap", &|s| s.min_gap);
+    ui.label("active contacts");
+    overlaid(ui, "compare contacts", &|s| s.active_contacts as f64);
+    ui.label("divergence (m)").on_hover_text(
+        "The largest distance between a body in A and the same body in B (as `contactlab compare`)",
+    );
+    plot("divergence").include_y(0.0).show(ui, |p| {
+        let points: Vec<[f64; 2]> = compare.divergence.iter().copied().collect();
+        p.line(Line::new("divergence", PlotPoints::from(points)));
+    });
+}
+
+/// The plots section: in compare mode A's and B's series first; energy,
+/// contacts and LCP size, step time, and under NSGS (`nsgs`) its sweeps and
+/// residual per step; `marker` is the scrubbed time, if any.
+pub fn plots(
+    ui: &mut egui::Ui,
+    history: &History,
+    compare: Option<&Compare>,
+    marker: Option<f64>,
+    nsgs: bool,
+) {
+    if let Some(compare) = compare {
+        egui::CollapsingHeader::new("A against B")
+            .default_open(true)
+            .show(ui, |ui| compare_plots(ui, history, compare));
+    }
     egui::CollapsingHeader::new("Plots (last 10 s of simulated time)")
         .default_open(true)
         .show(ui, |ui| {
-            let plot = |id: &str| {
-                Plot::new(id.to_owned())
-                    .height(82.0)
-                    .legend(
-                        Legend::default()
-                            .position(Corner::LeftTop)
-                            .text_style(egui::TextStyle::Small)
-                            .background_alpha(0.5),
-                    )
-                    .allow_drag(false)
-                    .allow_zoom(false)
-                    .allow_scroll(false)
-                    .allow_boxed_zoom(false)
-                    .y_axis_min_width(36.0)
-            };
             ui.label("energy (J)");
             plot("energy").show(ui, |p| {
                 p.line(Line::new("kinetic", series(history, |s| s.kinetic)));

@@ -3,8 +3,9 @@
 //! changes). A file that fails to load leaves the running scene untouched and
 //! its error in [`SceneSource::error`] for the panel to show.
 
+use super::SceneSource;
+use super::compare::load_scene_or_comparison;
 use super::sim;
-use super::{SceneSource, load_simulation};
 use crate::sim::Simulation;
 use bevy::prelude::*;
 use std::path::{Path, PathBuf};
@@ -80,14 +81,14 @@ pub fn load_pending(world: &mut World) {
     let same_file = source.path == path;
     let keep = source.keep_parameters && same_file;
     let overrides = source.overrides.clone();
-    let loaded = load_simulation(&path, &overrides)
-        .or_else(|first| load_simulation(&path, &Default::default()).map_err(|_| first))
-        .map(|fresh| {
+    let loaded = load_scene_or_comparison(&path, &overrides)
+        .or_else(|first| load_scene_or_comparison(&path, &Default::default()).map_err(|_| first))
+        .map(|(fresh, compare)| {
             if keep {
                 let params = world.resource::<sim::Sim>().params.clone();
-                keep_params(fresh, params)
+                (keep_params(fresh, params), compare)
             } else {
-                fresh
+                (fresh, compare)
             }
         });
     // The watcher compares against the file as loaded now.
@@ -96,9 +97,12 @@ pub fn load_pending(world: &mut World) {
     watched.path = Some(path.clone());
     watched.stamp = now;
     match loaded {
-        Ok(simulation) => {
-            let title = format!("contactlab — {}", simulation.scene.name);
-            sim::install(world, simulation);
+        Ok((simulation, compare)) => {
+            let title = match &compare {
+                Some(compare) => format!("contactlab — {} (A against B)", compare.name),
+                None => format!("contactlab — {}", simulation.scene.name),
+            };
+            sim::install(world, simulation, compare);
             let mut source = world.resource_mut::<SceneSource>();
             source.path = path;
             source.error = None;

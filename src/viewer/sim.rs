@@ -6,6 +6,7 @@
 //! interpolated transforms. Nothing here renders, so [`SimPlugin`] runs under
 //! `MinimalPlugins` (see `tests/viewer.rs`).
 
+use super::compare::{Compare, sync_ghost_entities, sync_ghost_transforms};
 use super::worker::{FrameClock, StepJob};
 use crate::model::{Dimension, Model, RigidSystem};
 use crate::scene::SystemSpec;
@@ -118,6 +119,9 @@ pub struct Sample {
     /// Relative residual of the step's last solve (NSGS: the natural-map
     /// error it stopped at).
     pub residual: f64,
+    /// Deepest gap among the contacts near the new configuration, m
+    /// (negative: penetration; ∞ when there are none).
+    pub min_gap: f64,
 }
 
 /// The recent history of the simulation: for the plots, at most
@@ -167,6 +171,7 @@ impl History {
                     sweeps: last.sweeps.max(s.sweeps),
                     residual: last.residual.max(s.residual),
                     active_contacts: last.active_contacts.max(s.active_contacts),
+                    min_gap: last.min_gap.min(s.min_gap),
                     ..s
                 };
             }
@@ -230,12 +235,25 @@ impl History {
 /// Insert the simulation with [`SimPlugin::new`].
 pub struct SimPlugin {
     simulation: Simulation,
+    compare: Option<Compare>,
 }
 
 impl SimPlugin {
     /// A plugin that installs `simulation` as the [`Sim`] resource.
     pub fn new(simulation: Simulation) -> Self {
-        Self { simulation }
+        Self {
+            simulation,
+            compare: None,
+        }
+    }
+
+    /// The same, with run B of a comparison ([`Compare`]) stepped in
+    /// lockstep with it.
+    pub fn comparing(simulation: Simulation, compare: Option<Compare>) -> Self {
+        Self {
+            simulation,
+            compare,
+        }
     }
 }
 
@@ -271,7 +289,12 @@ impl Plugin for SimPlugin {
         .init_resource::<FrameClock>()
         .add_systems(
             PreUpdate,
-            (respawn_scene_entities, sync_body_entities).chain(),
+            (
+                respawn_scene_entities,
+                sync_body_entities,
+                sync_ghost_entities,
+            )
+                .chain(),
         )
         .add_systems(
             RunFixedMainLoop,
@@ -280,12 +303,19 @@ impl Plugin for SimPlugin {
                     .chain()
                     .in_set(SimSystems::Prepare)
                     .in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
-                (sync_body_transforms, measure_real_time_factor)
+                (
+                    sync_body_transforms,
+                    sync_ghost_transforms,
+                    measure_real_time_factor,
+                )
                     .in_set(SimSystems::Sync)
                     .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop),
             ),
         )
         .add_systems(FixedUpdate, step_simulation.in_set(SimSystems::Step));
+        if let Some(compare) = &self.compare {
+            app.insert_resource(compare.clone());
+        }
     }
 }
 
@@ -513,20 +543,35 @@ pub fn step_simulation(
     mut history: ResMut<History>,
     mut job: ResMut<StepJob>,
     clock: Res<FrameClock>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     if control.paused {
         return;
     }
     if !job.is_running() && at_duration(&sim) && (control.looping || !control.end_passed) {
         if control.looping {
-            reset(&mut sim, &mut previous, &mut control, &mut history);
+            reset(
+                &mut sim,
+                &mut previous,
+                &mut control,
+                &mut history,
+                compare.as_deref_mut(),
+            );
         } else {
             control.paused = true;
             control.end_passed = true;
         }
         return;
     }
-    if !job.is_running() && !begin(&sim, &mut control, &mut history, &mut job) {
+    if !job.is_running()
+        && !begin(
+            &sim,
+            &mut control,
+            &mut history,
+            &mut job,
+            compare.as_deref(),
+        )
+    {
         return;
     }
     let wait = clock.left(control.frame_budget);
@@ -536,21 +581,24 @@ pub fn step_simulation(
         &mut control,
         &mut history,
         &mut job,
+        compare.as_deref_mut(),
         wait,
     );
 }
 
-/// Starts a step of `sim` on the worker, the plots ready to fork from it;
-/// a thread that cannot start is the step's error. Returns whether it
-/// started.
+/// Starts a step of `sim` on the worker, and of a comparison's run B after
+/// it unless B has stopped, the plots ready to fork from it; a thread that
+/// cannot start is the step's error. Returns whether it started.
 fn begin(
     sim: &Simulation,
     control: &mut SimControl,
     history: &mut History,
     job: &mut StepJob,
+    compare: Option<&Compare>,
 ) -> bool {
     history.prepare_fork(sim.state.t);
-    match job.start(sim) {
+    let b = compare.filter(|c| c.steps_with_a()).map(|c| &c.b);
+    match job.start(sim, b) {
         Ok(()) => true,
         Err(e) => {
             control.step_error = Some(e);
@@ -574,6 +622,7 @@ pub fn single_step(
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
     mut job: ResMut<StepJob>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     if !control.step_once {
         return;
@@ -581,7 +630,15 @@ pub fn single_step(
     control.step_once = false;
     control.paused = true;
     // A step in flight is the one asked for.
-    if job.is_running() || !begin(&sim, &mut control, &mut history, &mut job) {
+    if job.is_running()
+        || !begin(
+            &sim,
+            &mut control,
+            &mut history,
+            &mut job,
+            compare.as_deref(),
+        )
+    {
         return;
     }
     let wait = Duration::from_secs_f64(control.frame_budget);
@@ -591,6 +648,7 @@ pub fn single_step(
         &mut control,
         &mut history,
         &mut job,
+        compare.as_deref_mut(),
         wait,
     );
 }
@@ -605,6 +663,7 @@ pub fn collect_step(
     mut history: ResMut<History>,
     mut job: ResMut<StepJob>,
     mut clock: ResMut<FrameClock>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     clock.0 = Instant::now();
     if !job.is_running() {
@@ -620,19 +679,22 @@ pub fn collect_step(
         &mut control,
         &mut history,
         &mut job,
+        compare.as_deref_mut(),
         Duration::ZERO,
     );
 }
 
 /// Waits up to `wait` for the worker's step and installs it into the shown
 /// simulation, with the parameters, the hand and the settings edited while
-/// it ran. Returns whether a step was installed.
+/// it ran, and a comparison's run B stepped after it. Returns whether a
+/// step was installed.
 fn collect(
     sim: &mut Simulation,
     previous: &mut PreviousState,
     control: &mut SimControl,
     history: &mut History,
     job: &mut StepJob,
+    compare: Option<&mut Compare>,
     wait: Duration,
 ) -> bool {
     match job.wait(wait) {
@@ -650,7 +712,17 @@ fn collect(
                 let _ = stepped.set_perturbation(sim.perturbation().cloned());
             }
             let before = std::mem::replace(sim, stepped).state.q;
-            settle(sim, previous, control, history, before, finished.outcome)
+            let paused = control.paused;
+            let mut outcome = finished.outcome;
+            if let Some((_, b)) = &finished.b {
+                // The frame budget pays for both runs' steps.
+                outcome.cost += b.cost;
+            }
+            let settled = settle(sim, previous, control, history, before, outcome);
+            if let (Some(compare), Some((b, outcome))) = (compare, finished.b) {
+                compare.install(b, outcome, sim, paused);
+            }
+            settled
         }
     }
 }
@@ -663,6 +735,18 @@ pub struct StepOutcome {
     result: Result<(crate::lcp::LcpStatus, Sample), String>,
     /// Wall-clock seconds it took.
     cost: f64,
+}
+
+impl StepOutcome {
+    /// Whether the step advanced the state.
+    pub fn advanced(&self) -> bool {
+        matches!(&self.result, Ok((status, _)) if status.advances())
+    }
+
+    /// The step's status and plot sample, or why it was refused.
+    pub fn result(&self) -> &Result<(crate::lcp::LcpStatus, Sample), String> {
+        &self.result
+    }
 }
 
 /// Takes one step of `sim` (on whichever thread).
@@ -683,6 +767,7 @@ pub fn take_step(sim: &mut Simulation) -> StepOutcome {
                     step_ms: r.timings.total.as_secs_f64() * 1e3,
                     sweeps: r.sweeps,
                     residual: r.residual,
+                    min_gap: r.min_gap,
                 },
             )
         })
@@ -819,13 +904,18 @@ fn measure_real_time_factor(
     }
 }
 
-/// Back to the initial state (parameters are kept).
+/// Back to the initial state (parameters are kept), a comparison's run B
+/// with it.
 pub fn reset(
     sim: &mut Simulation,
     previous: &mut PreviousState,
     control: &mut SimControl,
     history: &mut History,
+    compare: Option<&mut Compare>,
 ) {
+    if let Some(compare) = compare {
+        compare.reset();
+    }
     sim.reset();
     previous.q.clone_from(&sim.state.q);
     if control.halt.is_some() {
@@ -845,12 +935,26 @@ pub fn reset_simulation(
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
-    reset(&mut sim, &mut previous, &mut control, &mut history);
+    reset(
+        &mut sim,
+        &mut previous,
+        &mut control,
+        &mut history,
+        compare.as_deref_mut(),
+    );
 }
 
-/// Replaces the running simulation (another scene, or the same file reloaded).
-pub fn install(world: &mut World, simulation: Simulation) {
+/// Replaces the running simulation (another scene, or the same file
+/// reloaded), with a comparison's run B or none.
+pub fn install(world: &mut World, simulation: Simulation, compare: Option<Compare>) {
+    match compare {
+        Some(compare) => world.insert_resource(compare),
+        None => {
+            world.remove_resource::<Compare>();
+        }
+    }
     world.insert_resource(PreviousState {
         q: simulation.state.q.clone(),
     });

@@ -46,6 +46,9 @@ pub struct Finished {
     pub simulation: Simulation,
     /// The step's status, sample and cost.
     pub outcome: StepOutcome,
+    /// Run B of a comparison, stepped right after A when A advanced (so
+    /// that the two stay in lockstep), and what its step gave.
+    pub b: Option<(Simulation, StepOutcome)>,
 }
 
 /// The state a step started from, to tell whether it is still shown.
@@ -107,20 +110,27 @@ impl StepJob {
         self.running.is_some()
     }
 
-    /// Starts a step of a copy of `sim` on a thread of its own.
-    pub fn start(&mut self, sim: &Simulation) -> Result<(), String> {
+    /// Starts a step of a copy of `sim` on a thread of its own, and of a
+    /// copy of run `b` (a comparison's B) after it when the first advanced.
+    pub fn start(&mut self, sim: &Simulation, b: Option<&Simulation>) -> Result<(), String> {
         let (sender, receiver) = mpsc::channel();
         let watch = Arc::new(Watch::default());
         let mut copy = sim.clone();
+        let b = b.cloned();
         let watching = watch.clone();
         std::thread::Builder::new()
             .name("contactlab step".to_owned())
             .spawn(move || {
-                let outcome = budget::watching(watching, || take_step(&mut copy));
+                let outcome = budget::watching(watching.clone(), || take_step(&mut copy));
+                let b = b.filter(|_| outcome.advanced()).map(|mut b| {
+                    let outcome = budget::watching(watching, || take_step(&mut b));
+                    (b, outcome)
+                });
                 // The app may have dropped the step (Cancel): nobody listens.
                 let _ = sender.send(Finished {
                     simulation: copy,
                     outcome,
+                    b,
                 });
             })
             .map_err(|e| format!("cannot start a thread for the step: {e}"))?;

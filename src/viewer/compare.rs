@@ -1,0 +1,255 @@
+//! Compare mode, headless half: a comparison file
+//! ([`crate::scene::comparison`]) opened in the viewer runs its scene twice.
+//! Run A is the shown [`super::Sim`] (the panel, the hands and the timeline act on
+//! it); run B is [`Compare::b`], stepped on A's worker right after each of
+//! A's steps ([`super::worker::StepJob::start`]), so that the two take the
+//! same steps at the same fixed ticks. B's bodies are drawn as a translucent
+//! ghost over A's ([`GhostBody`]); the panel's side is in
+//! [`super::compare_panel`].
+
+use super::sim::{History, Sample, SceneRoot, StepOutcome, interpolated_pose, rigid};
+use crate::cli::{Overrides, apply_overrides, divergence};
+use crate::scene::comparison::{Comparison, is_comparison_file, load_comparison};
+use crate::sim::Simulation;
+use bevy::prelude::*;
+use nalgebra::DVector;
+use std::collections::VecDeque;
+use std::path::Path;
+
+/// Run B of an open comparison and what the panel shows of it.
+#[derive(Resource, Debug, Clone)]
+pub struct Compare {
+    /// The comparison's display name.
+    pub name: String,
+    /// What it shows (one paragraph).
+    pub description: String,
+    /// Run B: the scene with the comparison's `b` parameters. The panel
+    /// edits `b.params` in place, as it edits A's.
+    pub b: Simulation,
+    /// B's configuration before its last step, for drawing poses between
+    /// steps.
+    pub previous_q: DVector<f64>,
+    /// B's plot samples, bounded in time and points as A's (its timeline
+    /// is unused).
+    pub history: History,
+    /// The divergence after each step: (t in s, the largest distance between
+    /// a body in A and the same body in B in m), over the plots' window and
+    /// at most [`History::MAX_POINTS`] points (the largest of steps closer
+    /// together).
+    pub divergence: VecDeque<[f64; 2]>,
+    /// Why B stopped (a step whose LCP was not solved); A runs on.
+    pub halt: Option<String>,
+    /// B's last step error (invalid parameters); cleared by its next good
+    /// step.
+    pub step_error: Option<String>,
+}
+
+impl Compare {
+    /// Run B of `comparison`: the simulation `b`, from its state.
+    pub fn new(comparison: &Comparison, b: Simulation) -> Self {
+        Self {
+            name: comparison.name.clone(),
+            description: comparison.description.clone(),
+            previous_q: b.state.q.clone(),
+            b,
+            history: History::default(),
+            divergence: VecDeque::new(),
+            halt: None,
+            step_error: None,
+        }
+    }
+
+    /// Whether B takes a step with A's next one (it has not stopped).
+    pub fn steps_with_a(&self) -> bool {
+        self.halt.is_none()
+    }
+
+    /// Back to B's initial state (its parameters are kept), with A's reset.
+    pub fn reset(&mut self) {
+        self.b.reset();
+        self.previous_q.clone_from(&self.b.state.q);
+        self.history.clear();
+        self.divergence.clear();
+        self.halt = None;
+        self.step_error = None;
+    }
+
+    /// Installs B's step taken by the worker after A's (`a` is A, already
+    /// one step on): the parameters edited while it ran win, and its sample
+    /// and the divergence are booked. `paused`: a single step, shown
+    /// without interpolation.
+    pub fn install(
+        &mut self,
+        mut stepped: Simulation,
+        outcome: StepOutcome,
+        a: &Simulation,
+        paused: bool,
+    ) {
+        stepped.params.clone_from(&self.b.params);
+        *stepped.step_settings_mut() = *self.b.step_settings();
+        let before = std::mem::replace(&mut self.b, stepped).state.q;
+        match outcome.result() {
+            Ok((status, sample)) if status.advances() => {
+                self.previous_q = if paused {
+                    self.b.state.q.clone()
+                } else {
+                    before
+                };
+                self.step_error = None;
+                let t = self.b.state.t;
+                self.history.record(Sample { t, ..*sample });
+                if let Some(d) = self.divergence_from(a) {
+                    self.record_divergence(t, d);
+                }
+            }
+            Ok((status, _)) => {
+                self.previous_q.clone_from(&self.b.state.q);
+                self.halt = Some(self.b.failure_message().unwrap_or_else(|| {
+                    format!(
+                        "step at t = {:.4} s: {}: {}",
+                        self.b.state.t,
+                        status.name(),
+                        status.reason()
+                    )
+                }));
+            }
+            Err(e) => {
+                self.previous_q.clone_from(&self.b.state.q);
+                self.step_error = Some(e.clone());
+            }
+        }
+    }
+
+    /// Adds the divergence `d` at time `t`, as [`History::record`] adds a
+    /// sample.
+    fn record_divergence(&mut self, t: f64, d: f64) {
+        let window = self.history.window;
+        let spacing = window / History::MAX_POINTS as f64;
+        match self.divergence.back_mut() {
+            Some(last) if t >= last[0] && t - last[0] < spacing => {
+                last[1] = last[1].max(d);
+            }
+            _ => self.divergence.push_back([t, d]),
+        }
+        while self
+            .divergence
+            .front()
+            .is_some_and(|p| p[0] < t - window || p[0] > t)
+        {
+            self.divergence.pop_front();
+        }
+    }
+
+    /// The largest distance between a body in A and the same body in B, m
+    /// ([`crate::cli::divergence`], as `contactlab compare`); none when A has bodies B has
+    /// not (a throw).
+    pub fn divergence_from(&self, a: &Simulation) -> Option<f64> {
+        (a.state.q.len() == self.b.state.q.len())
+            .then(|| divergence(a.model(), &a.state, &self.b.state).0)
+    }
+}
+
+/// Loads a scene file, or a comparison file as run A and [`Compare`] (run
+/// B); the command line's overrides apply to both sides, and each side's
+/// parameters are checked as `contactlab compare` checks them.
+pub fn load_scene_or_comparison(
+    path: &Path,
+    overrides: &Overrides,
+) -> Result<(Simulation, Option<Compare>), String> {
+    if !is_comparison_file(path) {
+        return super::load_simulation(path, overrides).map(|a| (a, None));
+    }
+    let comparison = load_comparison(path).map_err(|e| e.to_string())?;
+    let side = |label: &str, base: &crate::params::Params| -> Result<Simulation, String> {
+        // The side's parameters as the scene's own, for the overrides to
+        // apply over and be checked against, as the CLI does.
+        let mut scene = comparison.scene.clone();
+        scene.params = base.clone();
+        let params = apply_overrides(&scene, overrides).map_err(|e| format!("run {label}: {e}"))?;
+        for warning in params.warnings() {
+            eprintln!("contactlab: run {label}: {warning}");
+        }
+        let mut simulation = Simulation::with_params(scene, params);
+        overrides.apply_settings(simulation.step_settings_mut());
+        Ok(simulation)
+    };
+    let a = side("A", &comparison.a)?;
+    let b = side("B", &comparison.b)?;
+    Ok((a, Some(Compare::new(&comparison, b))))
+}
+
+/// An entity drawing body `.0` of run B, a translucent ghost over A's; its
+/// `Transform` is the body's pose in physics coordinates (relative to the
+/// [`SceneRoot`]).
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GhostBody(pub usize);
+
+/// Keeps one ghost per moving body of B under the scene's root (fixed
+/// bodies are the same in both runs), and none without a comparison.
+pub fn sync_ghost_entities(
+    mut commands: Commands,
+    compare: Option<Res<Compare>>,
+    roots: Query<Entity, With<SceneRoot>>,
+    ghosts: Query<(Entity, &GhostBody, &ChildOf)>,
+) {
+    let root = roots.single().ok();
+    let system = compare.as_deref().and_then(|c| rigid(&c.b).map(|s| (c, s)));
+    let Some(((compare, system), root)) = system.zip(root) else {
+        for (entity, _, _) in &ghosts {
+            commands.entity(entity).despawn();
+        }
+        return;
+    };
+    let wanted = |i: usize| i < system.bodies.len() && !system.is_fixed(i);
+    let mut present = vec![false; system.bodies.len()];
+    for (entity, ghost, parent) in &ghosts {
+        let slot = present.get_mut(ghost.0).filter(|p| !**p);
+        match slot {
+            Some(slot) if wanted(ghost.0) && parent.parent() == root => *slot = true,
+            _ => commands.entity(entity).despawn(),
+        }
+    }
+    for i in (0..system.bodies.len()).filter(|&i| wanted(i) && !present[i]) {
+        let q = &compare.b.state.q;
+        let (translation, rotation) = interpolated_pose(system, q, q, i, 1.0);
+        commands.spawn((
+            Name::new(format!("B: {}", system.bodies[i].name)),
+            GhostBody(i),
+            Transform::from_translation(translation).with_rotation(rotation),
+            Visibility::default(),
+            ChildOf(root),
+        ));
+    }
+}
+
+/// Copies each of B's body poses, interpolated as A's are, into its ghost's
+/// `Transform`.
+pub fn sync_ghost_transforms(
+    compare: Option<Res<Compare>>,
+    fixed: Res<Time<Fixed>>,
+    mut ghosts: Query<(&GhostBody, &mut Transform)>,
+) {
+    let Some(compare) = compare else {
+        return;
+    };
+    let Some(system) = rigid(&compare.b) else {
+        return;
+    };
+    let alpha = fixed.overstep_fraction_f64().clamp(0.0, 1.0);
+    for (ghost, mut transform) in &mut ghosts {
+        if ghost.0 >= system.bodies.len() {
+            continue;
+        }
+        let (translation, rotation) = interpolated_pose(
+            system,
+            &compare.previous_q,
+            &compare.b.state.q,
+            ghost.0,
+            alpha,
+        );
+        if translation.is_finite() && rotation.is_finite() {
+            transform.translation = translation;
+            transform.rotation = rotation;
+        }
+    }
+}

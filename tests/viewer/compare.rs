@@ -1,0 +1,205 @@
+//! Compare mode, headless: a comparison file opens as run A (the shown
+//! simulation) and run B ([`Compare`]), B steps with every step of A, is
+//! drawn as ghost entities at its own poses, and resets, pauses and single
+//! steps with A.
+
+use super::{bits, ticks, waiting_for_every_step};
+use crate::common;
+use bevy::ecs::system::RunSystemOnce;
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use contactlab::sim::Simulation;
+use contactlab::viewer::compare::{Compare, GhostBody, load_scene_or_comparison};
+use contactlab::viewer::sim::{interpolated_pose, reset_simulation, rigid};
+use contactlab::viewer::{History, Sim, SimControl, SimPlugin};
+use std::path::{Path, PathBuf};
+
+/// An app on the comparison at `path`, every `update()` one fixed tick.
+fn open(path: &Path) -> App {
+    let (a, compare) =
+        load_scene_or_comparison(path, &Default::default()).expect("the comparison opens");
+    assert!(
+        compare.is_some(),
+        "{} opens as a comparison",
+        path.display()
+    );
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .add_plugins(SimPlugin::comparing(a, compare))
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .insert_resource(waiting_for_every_step());
+    app.update();
+    app
+}
+
+fn shipped(name: &str) -> PathBuf {
+    common::project_dir()
+        .join("scenes")
+        .join("compare")
+        .join(name)
+}
+
+/// A comparison of the shipped scene `scene`, written to the temporary
+/// directory.
+fn written(name: &str, scene: &str, a: &str, b: &str) -> PathBuf {
+    let scene = common::project_dir().join("scenes").join(scene);
+    let path = std::env::temp_dir().join(format!(
+        "contactlab-viewer-compare-{}-{name}.ron",
+        std::process::id()
+    ));
+    let text = format!(
+        "Comparison(name: \"{name}\", scene: {:?}, a: {a}, b: {b})",
+        scene.display().to_string()
+    );
+    std::fs::write(&path, text).expect("comparison written");
+    path
+}
+
+fn a(app: &App) -> &Simulation {
+    &app.world().resource::<Sim>().0
+}
+
+fn b(app: &App) -> &Compare {
+    app.world().resource::<Compare>()
+}
+
+/// The same parameters on both sides: after 60 steps of the pile, A and B
+/// agree bit for bit and the divergence is exactly 0 at every step. B's μ
+/// edited live then sets them apart.
+#[test]
+fn identical_sides_agree_bit_for_bit_until_b_is_edited() {
+    let path = written("same", "pile.ron", "(mu: 0.3)", "(mu: 0.3)");
+    let mut app = open(&path);
+    let start = bits(a(&app));
+    let n = 60;
+    ticks(&mut app, n);
+    assert_eq!(a(&app).steps, n as u64);
+    assert_eq!(b(&app).b.steps, n as u64);
+    assert_ne!(bits(a(&app)), start, "the pile moved");
+    assert_eq!(bits(a(&app)), bits(&b(&app).b), "A and B bit for bit");
+    assert_eq!(b(&app).divergence_from(a(&app)), Some(0.0));
+    // Each side's plot samples, but for the step's wall-clock time.
+    let physics = |samples: &std::collections::VecDeque<contactlab::viewer::Sample>| {
+        samples
+            .iter()
+            .map(|s| {
+                let t = [s.t, s.kinetic, s.potential, s.min_gap].map(f64::to_bits);
+                (t, s.active_contacts, s.lcp_size, s.pivots)
+            })
+            .collect::<Vec<_>>()
+    };
+    let plotted = physics(&app.world().resource::<History>().samples);
+    assert!(plotted.len() > n / 2, "{} samples of A", plotted.len());
+    assert_eq!(
+        physics(&b(&app).history.samples),
+        plotted,
+        "B's samples are A's"
+    );
+    assert_eq!(
+        b(&app).divergence.len(),
+        plotted.len(),
+        "a divergence per sample"
+    );
+    assert!(b(&app).divergence.iter().all(|p| p[1] == 0.0));
+
+    app.world_mut().resource_mut::<Compare>().b.params.mu = 0.0;
+    ticks(&mut app, 60);
+    assert_eq!(a(&app).params.mu, 0.3, "A keeps its μ");
+    let d = b(&app).divergence_from(a(&app)).expect("same bodies");
+    assert!(d > 1e-4, "frictionless B apart from A by {d} m");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The shipped diagonal slide (k = 4 against k = 64): A and B take the same
+/// steps at the same times, tick by tick; the pyramid's 45° bend sets them
+/// apart; the ghost (one per moving body of B) stands at B's pose.
+#[test]
+fn a_shipped_comparison_steps_in_lockstep_and_draws_b_as_a_ghost() {
+    let mut app = open(&shipped("diagonal_slide.ron"));
+    assert_eq!(a(&app).params.edges, 4);
+    assert_eq!(b(&app).b.params.edges, 64);
+    for k in 1..=80u64 {
+        ticks(&mut app, 1);
+        assert_eq!((a(&app).steps, b(&app).b.steps), (k, k), "tick {k}");
+        assert_eq!(a(&app).state.t.to_bits(), b(&app).b.state.t.to_bits());
+    }
+    let d = b(&app).divergence_from(a(&app)).expect("same bodies");
+    assert!(d > 1e-6, "k = 4 and k = 64 apart by {d} m");
+
+    // Paused after a single step, the ghosts show B's current state.
+    app.world_mut().resource_mut::<SimControl>().step_once = true;
+    ticks(&mut app, 2);
+    let compare = b(&app).clone();
+    assert_eq!((a(&app).steps, compare.b.steps), (81, 81));
+    let system = rigid(&compare.b).expect("rigid");
+    let moving = (0..system.bodies.len())
+        .filter(|&i| !system.is_fixed(i))
+        .count();
+    let mut query = app.world_mut().query::<(&GhostBody, &Transform)>();
+    let ghosts: Vec<(usize, Transform)> = query.iter(app.world()).map(|(g, t)| (g.0, *t)).collect();
+    assert_eq!(ghosts.len(), moving, "a ghost per moving body");
+    for (i, transform) in ghosts {
+        let q = &compare.b.state.q;
+        let (p, _) = interpolated_pose(system, q, q, i, 1.0);
+        assert!(
+            (transform.translation - p).abs().max_element() < 1e-6,
+            "ghost {i} at {} for B's {p}",
+            transform.translation
+        );
+    }
+}
+
+/// Pause, single step and reset act on both runs.
+#[test]
+fn pause_single_step_and_reset_act_on_both() {
+    let mut app = open(&shipped("pile.ron"));
+    let b_start = bits(&b(&app).b);
+    ticks(&mut app, 5);
+    app.world_mut().resource_mut::<SimControl>().paused = true;
+    ticks(&mut app, 4);
+    assert_eq!((a(&app).steps, b(&app).b.steps), (5, 5), "paused");
+    app.world_mut().resource_mut::<SimControl>().step_once = true;
+    ticks(&mut app, 3);
+    assert_eq!((a(&app).steps, b(&app).b.steps), (6, 6), "one step");
+    app.world_mut()
+        .run_system_once(reset_simulation)
+        .expect("reset runs");
+    assert_eq!((a(&app).steps, b(&app).b.steps), (0, 0), "reset");
+    assert_eq!(bits(&b(&app).b), b_start);
+    assert!(b(&app).history.samples.is_empty() && b(&app).divergence.is_empty());
+}
+
+/// A step B refuses is B's error, named as B's; A runs on, and B picks up
+/// again once its parameters are good.
+#[test]
+fn a_failing_b_is_reported_as_b_and_a_runs_on() {
+    let mut app = open(&shipped("pile.ron"));
+    ticks(&mut app, 3);
+    app.world_mut().resource_mut::<Compare>().b.params.mu = -1.0;
+    ticks(&mut app, 4);
+    assert_eq!((a(&app).steps, b(&app).b.steps), (7, 3));
+    let control = app.world().resource::<SimControl>();
+    assert!(
+        control.step_error.is_none() && control.halt.is_none(),
+        "A is fine"
+    );
+    let error = b(&app).step_error.clone().expect("B's step refused");
+    assert!(error.contains("mu") || error.contains("μ"), "{error}");
+    app.world_mut().resource_mut::<Compare>().b.params.mu = 0.5;
+    ticks(&mut app, 2);
+    assert_eq!((a(&app).steps, b(&app).b.steps), (9, 5));
+    assert!(b(&app).step_error.is_none());
+}
+
+/// A comparison whose side does not fit its scene is an error naming the
+/// field, not a panic; a plain scene opens without B.
+#[test]
+fn a_bad_comparison_is_an_error_and_a_scene_has_no_b() {
+    let path = written("bad", "pile.ron", "()", "(restitution: 1.5)");
+    let e = load_scene_or_comparison(&path, &Default::default()).expect_err("out of range");
+    assert!(e.contains("b.restitution"), "{e}");
+    let _ = std::fs::remove_file(&path);
+    let scene = common::project_dir().join("scenes").join("pile.ron");
+    let (_, compare) = load_scene_or_comparison(&scene, &Default::default()).expect("a scene");
+    assert!(compare.is_none());
+}
