@@ -25,7 +25,6 @@ use contactlab::lcp::{self, Lcp, LemkeOptions};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
-use nalgebra::{DMatrix, DVector};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -115,20 +114,6 @@ fn print_row(name: &str, k: &str, r: &Run) {
     );
 }
 
-/// Murty's example: M upper triangular, 1 on the diagonal and 2 above it,
-/// qᵢ = −(2ⁱ + … + 2ⁿ); Lemke from e takes 2ⁿ pivots.
-fn murty(n: usize) -> Lcp {
-    let m = DMatrix::from_fn(n, n, |i, j| match j.cmp(&i) {
-        std::cmp::Ordering::Equal => 1.0,
-        std::cmp::Ordering::Greater => 2.0,
-        std::cmp::Ordering::Less => 0.0,
-    });
-    let q = DVector::from_fn(n, |i, _| {
-        -((i + 1)..=n).map(|k| 2f64.powi(k as i32)).sum::<f64>()
-    });
-    Lcp::new(m, q).expect("square")
-}
-
 fn bench(c: &mut Criterion) {
     let seconds = env_or(
         "CONTACTLAB_WORST_SECONDS",
@@ -168,7 +153,7 @@ fn bench(c: &mut Criterion) {
         }
     }
 
-    let problem = murty(200);
+    let problem = Lcp::murty(200);
     let options = LemkeOptions {
         max_pivots: Some(20_000),
         ..LemkeOptions::default()

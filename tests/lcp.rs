@@ -28,24 +28,10 @@ fn assert_complementary(lcp: &Lcp, solution: &lcp::LcpSolution) {
     assert!(solution.residual <= REL_TOL);
 }
 
-/// Murty's example: M upper triangular, 1 on the diagonal and 2 above it,
-/// qᵢ = −(2ⁱ + … + 2ⁿ). Solution z = (0, …, 0, 2ⁿ); Lemke from e takes 2ⁿ pivots.
-fn murty(n: usize) -> Lcp {
-    let m = DMatrix::from_fn(n, n, |i, j| match j.cmp(&i) {
-        std::cmp::Ordering::Equal => 1.0,
-        std::cmp::Ordering::Greater => 2.0,
-        std::cmp::Ordering::Less => 0.0,
-    });
-    let q = DVector::from_fn(n, |i, _| {
-        -((i + 1)..=n).map(|k| 2f64.powi(k as i32)).sum::<f64>()
-    });
-    Lcp::new(m, q).expect("square")
-}
-
 #[test]
 fn murty_exponential_example_takes_exactly_two_to_the_n_pivots() {
     for n in 1..=10 {
-        let problem = murty(n);
+        let problem = Lcp::murty(n);
         let solution = solve(&problem);
         assert_complementary(&problem, &solution);
         assert_eq!(solution.pivots, 1 << n, "pivots for n = {n}");
@@ -411,7 +397,7 @@ fn a_singular_warm_start_falls_back_to_the_second_one() {
 
 #[test]
 fn the_pivot_limit_is_reported() {
-    let problem = murty(8);
+    let problem = Lcp::murty(8);
     let solution = lcp::solve(
         &problem,
         &LemkeOptions {

@@ -175,6 +175,44 @@ fn residual(m: &DMatrix<f64>, q: &DVector<f64>, z: &DVector<f64>) -> f64 {
     .relative()
 }
 
+/// The dense reference tableau, the structured solver and its product form
+/// (`product_form_from` 0, the representation of large islands) on one
+/// contact LCP: they end with the same status, and every solution they call
+/// solved has a relative residual of at most 1e-10 on the dense matrix.
+/// Returns the reference's status.
+fn agree(operator: &ContactLcp<'_>, q: &DVector<f64>, what: &str) -> LcpStatus {
+    let options = LemkeOptions::default();
+    let product_form = LemkeOptions {
+        product_form_from: 0,
+        ..LemkeOptions::default()
+    };
+    let dense = operator.to_dense();
+    let reference = lcp::solve(
+        &Lcp {
+            m: dense.clone(),
+            q: q.clone(),
+        },
+        &options,
+    )
+    .expect("valid options");
+    let structured = lcp::solve_structured(operator, q, &options).expect("valid options");
+    let product = lcp::solve_structured(operator, q, &product_form).expect("valid options");
+    for (name, other) in [("structured", &structured), ("product form", &product)] {
+        assert_eq!(reference.status, other.status, "{what} ({name})");
+    }
+    if reference.status == LcpStatus::Solved {
+        for (name, z) in [
+            ("dense", &reference.z),
+            ("structured", &structured.z),
+            ("product form", &product.z),
+        ] {
+            let r = residual(&dense, q, z);
+            assert!(r <= 1e-10, "{what}: {name} residual {r:e}");
+        }
+    }
+    reference.status
+}
+
 #[test]
 fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
     let mut rng = StdRng::seed_from_u64(20261125);
@@ -199,35 +237,13 @@ fn structured_and_dense_lemke_agree_on_random_contact_lcps() {
         let q = drawn.q(&operator, h);
         let dense = operator.to_dense();
         sizes.push((contacts.len(), dense.nrows()));
-        let reference = lcp::solve(
-            &Lcp {
-                m: dense.clone(),
-                q: q.clone(),
-            },
-            &options,
-        )
-        .expect("valid options");
-        let structured = lcp::solve_structured(&operator, &q, &options).expect("valid options");
-        let product = lcp::solve_structured(&operator, &q, &product_form).expect("valid options");
-        for (name, other) in [("structured", &structured), ("product form", &product)] {
-            assert_eq!(
-                reference.status,
-                other.status,
-                "case {cases} ({name}): {} contacts, LCP size {}",
-                contacts.len(),
-                dense.nrows()
-            );
-        }
-        if reference.status == LcpStatus::Solved {
+        let what = format!(
+            "case {cases}: {} contacts, LCP size {}",
+            contacts.len(),
+            dense.nrows()
+        );
+        if agree(&operator, &q, &what) == LcpStatus::Solved {
             solved += 1;
-            for (name, z) in [
-                ("dense", &reference.z),
-                ("structured", &structured.z),
-                ("product form", &product.z),
-            ] {
-                let r = residual(&dense, &q, z);
-                assert!(r <= 1e-10, "case {cases}: {name} residual {r:e}");
-            }
         }
 
         // The frictionless problem: unique where ñᵀWñ is positive definite.
@@ -458,11 +474,6 @@ fn stacked_scene(rng: &mut StdRng, columns: usize, courses: usize) -> String {
 fn structured_and_dense_lemke_agree_on_face_stacked_boxes() {
     let mut rng = StdRng::seed_from_u64(20261129);
     let h = 0.005;
-    let options = LemkeOptions::default();
-    let product_form = LemkeOptions {
-        product_form_from: 0,
-        ..LemkeOptions::default()
-    };
     let (mut solved, mut largest) = (0, 0);
     for trial in 0..48 {
         let edges = [4, 8, 16][trial % 3];
@@ -502,37 +513,14 @@ fn structured_and_dense_lemke_agree_on_face_stacked_boxes() {
         };
         let operator = drawn.operator();
         let q = drawn.q(&operator, h);
-        let dense = operator.to_dense();
-        largest = largest.max(dense.nrows());
-        let reference = lcp::solve(
-            &Lcp {
-                m: dense.clone(),
-                q: q.clone(),
-            },
-            &options,
-        )
-        .expect("valid options");
-        let structured = lcp::solve_structured(&operator, &q, &options).expect("valid options");
-        let product = lcp::solve_structured(&operator, &q, &product_form).expect("valid options");
-        for (name, other) in [("structured", &structured), ("product form", &product)] {
-            assert_eq!(
-                reference.status,
-                other.status,
-                "trial {trial} ({name}): k = {edges}, {} contacts, LCP size {}",
-                drawn.contacts.len(),
-                dense.nrows()
-            );
-        }
-        if reference.status == LcpStatus::Solved {
+        let size = operator.layout.size();
+        largest = largest.max(size);
+        let what = format!(
+            "trial {trial}: k = {edges}, {} contacts, LCP size {size}",
+            drawn.contacts.len()
+        );
+        if agree(&operator, &q, &what) == LcpStatus::Solved {
             solved += 1;
-            for (name, z) in [
-                ("dense", &reference.z),
-                ("structured", &structured.z),
-                ("product form", &product.z),
-            ] {
-                let r = residual(&dense, &q, z);
-                assert!(r <= 1e-10, "trial {trial}: {name} residual {r:e}");
-            }
         }
     }
     eprintln!("48 stacks, {solved} solved, LCP sizes up to {largest}");

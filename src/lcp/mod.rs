@@ -286,6 +286,22 @@ pub enum LcpError {
 }
 
 impl Lcp {
+    /// Murty's exponential example (Murty 1978): M upper triangular, 1 on
+    /// the diagonal and 2 above it, qᵢ = −(2ⁱ⁺¹ + … + 2ⁿ) for i = 0 … n − 1.
+    /// Its solution is z = (0, …, 0, 2ⁿ), and Lemke's method from e takes
+    /// 2ⁿ pivots to it.
+    pub fn murty(n: usize) -> Self {
+        let m = DMatrix::from_fn(n, n, |i, j| match j.cmp(&i) {
+            std::cmp::Ordering::Equal => 1.0,
+            std::cmp::Ordering::Greater => 2.0,
+            std::cmp::Ordering::Less => 0.0,
+        });
+        let q = DVector::from_fn(n, |i, _| {
+            -((i + 1)..=n).map(|k| 2f64.powi(k as i32)).sum::<f64>()
+        });
+        Self { m, q }
+    }
+
     /// Builds LCP(M, q), checking that M is square, q matches and all data are finite.
     pub fn new(m: DMatrix<f64>, q: DVector<f64>) -> Result<Self, LcpError> {
         if m.nrows() != m.ncols() || m.nrows() != q.len() {
