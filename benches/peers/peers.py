@@ -307,6 +307,19 @@ _PARAMS_KNOWN = {
 }
 
 
+def _check_fields(fields: dict, allowed, where: str, elastic: bool) -> None:
+    """Refuses a field peers.py does not know, and under Moreau-Jean's
+    impacts a nonzero restitution, which the peers' contacts cannot express."""
+    for key in fields:
+        if key not in allowed:
+            raise Untranslatable(f"{where}.{key}: not understood by peers.py")
+    if elastic:
+        for key in ("restitution", "tangential_restitution"):
+            value = fields.get(key)
+            if value not in (None, 0, 0.0) and not isinstance(value, Variant):
+                raise Untranslatable(f"{where}.{key}: restitution is not translated")
+
+
 def load_scene(path: Path) -> Scene:
     top = parse_ron(path.read_text(encoding="utf-8"))
     if not isinstance(top, Struct) or top.name not in (None, "Scene"):
@@ -353,13 +366,7 @@ def load_scene(path: Path) -> Scene:
         bf = b.fields
         name = bf.get("name", f"#{i}")
         where = f"{path}: bodies[{i}] ({name})"
-        for key in bf:
-            if key not in _BODY_FIELDS:
-                raise Untranslatable(f"{where}.{key}: not understood by peers.py")
-        if elastic:
-            for key in ("restitution", "tangential_restitution"):
-                if bf.get(key) not in (None, 0, 0.0) and not isinstance(bf.get(key), Variant):
-                    raise Untranslatable(f"{where}.{key}: restitution is not translated")
+        _check_fields(bf, _BODY_FIELDS, where, elastic)
         shape = bf["shape"]
         if isinstance(shape, Struct) and shape.name == "Sphere":
             kind, dims = "sphere", (float(shape.fields["radius"]),)
@@ -403,13 +410,7 @@ def load_scene(path: Path) -> Scene:
     for i, s in enumerate(rigid.get("surfaces", [])):
         sf = s.fields
         where = f"{path}: surfaces[{i}] ({sf.get('name', '?')})"
-        for key in sf:
-            if key not in _SURFACE_FIELDS:
-                raise Untranslatable(f"{where}.{key}: not understood by peers.py")
-        if elastic:
-            for key in ("restitution", "tangential_restitution"):
-                if sf.get(key) not in (None, 0, 0.0) and not isinstance(sf.get(key), Variant):
-                    raise Untranslatable(f"{where}.{key}: restitution is not translated")
+        _check_fields(sf, _SURFACE_FIELDS, where, elastic)
         scene.surfaces.append(
             Surface(
                 name=str(sf["name"]),
