@@ -215,6 +215,84 @@ fn a_comparison_draws_run_b_as_a_ghost_over_a() {
     );
 }
 
+/// Shares of a pane's pixels (columns `columns`, rows below the pane
+/// labels and above the timeline): (B's magenta, A's body colours: any
+/// other saturated colour).
+fn pane_colours(pixels: &[[u8; 3]], columns: std::ops::Range<usize>) -> (f64, f64) {
+    let pane: Vec<[u8; 3]> = pixels
+        .chunks(WINDOW.0 as usize)
+        .take(720)
+        .skip(60)
+        .flat_map(|row| row[columns.clone()].iter().copied())
+        .collect();
+    let magenta = |p: &[u8; 3]| p[0] >= p[1].saturating_add(60) && p[2] >= p[1].saturating_add(60);
+    let saturated = |p: &[u8; 3]| p.iter().max().unwrap_or(&0) - p.iter().min().unwrap_or(&0) > 60;
+    let ghost = pane.iter().filter(|p| magenta(p)).count();
+    let bodies = pane.iter().filter(|p| saturated(p) && !magenta(p)).count();
+    let n = pane.len() as f64;
+    (ghost as f64 / n, bodies as f64 / n)
+}
+
+/// The split view (`view: Split` in the comparison file; the panel's
+/// "side by side") draws two panes under linked cameras: A's coloured
+/// bodies in the left one, B's magenta ghosts in the right one, each with
+/// little of the other's colour. One camera over the whole view would show
+/// A's colours on both sides, and B's ghosts over them. With `CONTACTLAB_SCREENSHOTS=1`
+/// the picture is also written to `assets/screenshot-compare.png` (the
+/// README's picture).
+#[test]
+fn the_split_view_draws_a_and_b_in_two_panes() {
+    let scene = common::project_dir().join("scenes").join("pile.ron");
+    let comparison = std::env::temp_dir().join(format!(
+        "contactlab-window-split-{}.ron",
+        std::process::id()
+    ));
+    let text = format!(
+        "Comparison(name: \"Pile: Lemke against NSGS\", scene: {:?}, a: (solver: lemke), \
+         b: (stepper: r#moreau-jean, solver: nsgs), view: Split)",
+        scene.display().to_string()
+    );
+    std::fs::write(&comparison, text).expect("comparison written");
+    let keep = std::env::var_os("CONTACTLAB_SCREENSHOTS").map(|_| {
+        common::project_dir()
+            .join("assets")
+            .join("screenshot-compare.png")
+    });
+    let (width, height, pixels) = screenshot_with(
+        &comparison.to_string_lossy(),
+        60,
+        &[],
+        keep.as_deref().or(Some(
+            &std::env::temp_dir().join("contactlab-compare-split.png"),
+        )),
+    );
+    let _ = std::fs::remove_file(&comparison);
+    assert_eq!((width, height), WINDOW);
+    // The panel takes about 350 of 1280 pixels: A's pane about 350..815,
+    // B's 815..1280; a margin on both sides of the divider.
+    let (a_ghost, a_bodies) = pane_colours(&pixels, 380..790);
+    let (b_ghost, b_bodies) = pane_colours(&pixels, 840..1280);
+    eprintln!(
+        "A's pane: bodies {a_bodies:.4}, magenta {a_ghost:.4}; B's pane: magenta {b_ghost:.4}, other colours {b_bodies:.4}"
+    );
+    // A's pink bodies and arrows have a little of the magenta, B's pane a
+    // little of the panel's and labels' colours: the panes differ several
+    // times over.
+    assert!(
+        a_bodies > 0.03,
+        "A's bodies cover {a_bodies:.4} of A's pane"
+    );
+    assert!(b_ghost > 0.03, "B's ghosts cover {b_ghost:.4} of B's pane");
+    assert!(
+        a_ghost < b_ghost / 4.0,
+        "magenta: {a_ghost:.4} in A's pane, {b_ghost:.4} in B's"
+    );
+    assert!(
+        b_bodies < a_bodies / 4.0,
+        "A's colours: {b_bodies:.4} in B's pane, {a_bodies:.4} in A's"
+    );
+}
+
 /// `--msaa` takes 1 or 4; anything else is refused in one line before a
 /// window opens (no display needed).
 #[test]

@@ -6,6 +6,7 @@
 
 use super::panel::PanelLayout;
 use super::sim::{SceneEpoch, Sim, physics_to_world};
+use super::split::PaneB;
 use crate::model::Dimension;
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, RenderTarget, ScalingMode, Viewport};
@@ -258,6 +259,7 @@ fn spawn_cameras(
             rig.transform(),
             rig,
             msaa,
+            super::split::main_layers(false),
             // Colours as given: the lab material is display-referred, not HDR.
             Tonemapping::None,
             ShadowFilteringMethod::Hardware2x2,
@@ -292,7 +294,7 @@ fn spawn_cameras(
 }
 
 /// Re-frames the camera when another scene is loaded.
-fn frame_scene(
+pub fn frame_scene(
     sim: Res<Sim>,
     epoch: Res<SceneEpoch>,
     mut seen: Local<Option<SceneEpoch>>,
@@ -435,24 +437,34 @@ fn fit_shadows(
 /// The camera components the rig drives.
 type RigView<'a> = (&'a ViewRig, &'a mut Transform, &'a mut Projection);
 
-fn apply_rig(mut cameras: Query<RigView, (With<MainCamera>, Changed<ViewRig>)>) {
+/// The cameras a rig drives.
+type Rigged = Or<(With<MainCamera>, With<PaneB>)>;
+
+/// Moves the cameras to their rig: the main camera, and in the split view
+/// B's, which shares the main camera's rig.
+pub fn apply_rig(mut cameras: Query<RigView, (Rigged, Changed<ViewRig>)>) {
     for (rig, mut transform, mut projection) in &mut cameras {
         *transform = rig.transform();
         *projection = rig.projection();
     }
 }
 
-/// Keeps the 3D view out from under the panel. The size is the target's as
-/// it is now (a window resized this frame, e.g. for a recording, must not keep
-/// a viewport larger than itself), not the camera's, which follows a frame
-/// later.
+/// The main camera, not B's pane.
+type MainOnly = (With<MainCamera>, Without<PaneB>);
+
+/// Keeps the 3D view out from under the panel, and in compare mode's split
+/// view gives each pane ([`super::split::pane_viewports`]) its half. The size
+/// is the target's as it is now (a window resized this frame, e.g. for a
+/// recording, must not keep a viewport larger than itself), not the
+/// camera's, which follows a frame later.
 pub fn fit_viewport(
     layout: Res<PanelLayout>,
-    mut camera: Single<(&mut Camera, &RenderTarget), With<MainCamera>>,
+    mut main: Single<(&mut Camera, &RenderTarget), MainOnly>,
+    mut pane_b: Query<&mut Camera, (With<PaneB>, Without<MainCamera>)>,
     windows: Query<&Window, With<PrimaryWindow>>,
     images: Res<Assets<Image>>,
 ) {
-    let (camera, target) = &mut *camera;
+    let (camera, target) = &mut *main;
     let (size, scale) = match target {
         RenderTarget::Image(target) => match images.get(&target.handle) {
             Some(image) => (image.size(), target.scale_factor),
@@ -468,15 +480,29 @@ pub fn fit_viewport(
     } else {
         0
     };
-    let viewport = if size.x > left + 16 && size.y > 16 && left > 0 {
-        Some(Viewport {
-            physical_position: UVec2::new(left, 0),
-            physical_size: UVec2::new(size.x - left, size.y),
-            ..default()
-        })
-    } else {
-        None
+    let (viewport, pane) = match pane_b.single_mut() {
+        Ok(pane) => match super::split::pane_viewports(left, size) {
+            Some((a, b)) => (Some(a), Some((pane, b))),
+            None => (None, None),
+        },
+        Err(_) => {
+            let whole = (size.x > left + 16 && size.y > 16 && left > 0).then(|| Viewport {
+                physical_position: UVec2::new(left, 0),
+                physical_size: UVec2::new(size.x - left, size.y),
+                ..default()
+            });
+            (whole, None)
+        }
     };
+    set_viewport(camera, viewport);
+    if let Some((mut pane, viewport)) = pane {
+        set_viewport(&mut pane, Some(viewport));
+    }
+}
+
+/// Sets a camera's viewport, leaving the camera unchanged (not marked
+/// changed) when it is the same.
+fn set_viewport(camera: &mut Mut<Camera>, viewport: Option<Viewport>) {
     let same = match (&camera.viewport, &viewport) {
         (None, None) => true,
         (Some(a), Some(b)) => {

@@ -4,12 +4,12 @@
 //! it); run B is [`Compare::b`], stepped on A's worker right after each of
 //! A's steps ([`super::worker::StepJob::start`]), so that the two take the
 //! same steps at the same fixed ticks. B's bodies are drawn as a translucent
-//! ghost over A's ([`GhostBody`]); the panel's side is in
-//! [`super::compare_panel`].
+//! ghost over A's ([`GhostBody`]), or beside them in a pane of their own
+//! ([`super::split`]); the panel's side is in [`super::compare_panel`].
 
 use super::sim::{History, Sample, SceneRoot, StepOutcome, interpolated_pose, rigid};
 use crate::cli::{Overrides, apply_overrides, divergence};
-use crate::scene::comparison::{Comparison, is_comparison_file, load_comparison};
+use crate::scene::comparison::{CompareView, Comparison, is_comparison_file, load_comparison};
 use crate::sim::Simulation;
 use bevy::prelude::*;
 use nalgebra::DVector;
@@ -42,6 +42,10 @@ pub struct Compare {
     /// B's last step error (invalid parameters); cleared by its next good
     /// step.
     pub step_error: Option<String>,
+    /// How the two runs are shown: B as a ghost over A, or side by side
+    /// ([`super::split`]); the comparison file's `view`, switched in the
+    /// panel.
+    pub view: CompareView,
 }
 
 impl Compare {
@@ -56,6 +60,7 @@ impl Compare {
             divergence: VecDeque::new(),
             halt: None,
             step_error: None,
+            view: comparison.view,
         }
     }
 

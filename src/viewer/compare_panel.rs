@@ -1,4 +1,5 @@
-//! The panel's "Compare" section: the comparison's name, A's and B's key
+//! The panel's "Compare" section: the comparison's name, the view (ghost or
+//! side by side), A's and B's key
 //! parameters side by side (B's μ, restitution and k edited live, as the
 //! "Parameters" section edits A's), the divergence, and B's failures named
 //! as B's.
@@ -7,12 +8,13 @@ use super::body_meshes::GHOST;
 use super::compare::Compare;
 use super::sim::Sim;
 use crate::params::Params;
+use crate::scene::comparison::CompareView;
 use bevy_egui::egui;
 
 const RED: egui::Color32 = egui::Color32::from_rgb(255, 110, 90);
 
 /// The ghost's tint as egui draws it, for B's label.
-fn ghost_color() -> egui::Color32 {
+pub fn ghost_color() -> egui::Color32 {
     let c = GHOST.to_srgba();
     let byte = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
     egui::Color32::from_rgb(byte(c.red), byte(c.green), byte(c.blue))
@@ -27,6 +29,13 @@ pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) {
             if !compare.description.is_empty() {
                 name.on_hover_text(&compare.description);
             }
+            ui.horizontal(|ui| {
+                ui.label("view");
+                ui.selectable_value(&mut compare.view, CompareView::Ghost, "ghost")
+                    .on_hover_text("B drawn as a translucent ghost over A");
+                ui.selectable_value(&mut compare.view, CompareView::Split, "side by side")
+                    .on_hover_text("A on the left, B on the right; orbit, pan and zoom move both");
+            });
             let planar = sim.model().is_planar();
             egui::Grid::new("compare parameters")
                 .num_columns(3)

@@ -18,7 +18,8 @@
 //! - [`panel`]: the egui side panel and keyboard shortcuts; [`plots`]: its
 //!   plots.
 //! - [`compare`]: a comparison file opened as two runs in lockstep, B drawn
-//!   as a ghost over A; [`compare_panel`]: the panel's "Compare" section.
+//!   as a ghost over A; [`split`]: the split view, A and B side by side;
+//!   [`compare_panel`]: the panel's "Compare" section.
 //! - [`reload`]: the Reload button, the scene picker and hot reload.
 //! - [`screenshot`]: `--screenshot PATH --frames N`.
 //! - [`frame_rate`]: the wall-clock frame rate, shown in the panel.
@@ -41,6 +42,7 @@ pub mod record;
 pub mod reload;
 pub mod screenshot;
 pub mod sim;
+pub mod split;
 pub mod timeline;
 pub mod visuals;
 pub mod worker;
@@ -181,6 +183,7 @@ impl Plugin for ViewerPlugin {
             hands::HandsPlugin,
             hands::HandsDrawPlugin,
             timeline::TimelinePlugin,
+            split::SplitPlugin,
         ));
     }
 }

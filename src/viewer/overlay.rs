@@ -95,6 +95,8 @@ fn configure_gizmos(mut store: ResMut<GizmoConfigStore>) {
     let (config, _) = store.config_mut::<ContactGizmos>();
     config.depth_bias = 0.0;
     config.line.width = 2.5;
+    // A's contacts: in the split view, in A's pane only.
+    config.render_layers = bevy::camera::visibility::RenderLayers::layer(super::split::LAYER_A);
 }
 
 /// Bodies from which a spatial scene's contact gizmos are depth-tested.
