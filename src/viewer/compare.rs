@@ -2,13 +2,16 @@
 //! ([`crate::scene::comparison`]) opened in the viewer runs its scene twice.
 //! Run A is the shown [`super::Sim`] (the panel, the hands and the timeline act on
 //! it); run B is [`Compare::b`], stepped on A's worker right after each of
-//! A's steps ([`super::worker::StepJob::start`]), so that the two take the
-//! same steps at the same fixed ticks. B's bodies are drawn as a translucent
+//! A's steps up to A's new time ([`super::worker::StepJob::start`]), so that
+//! the two keep one clock: with the same h they take the same steps at the
+//! same fixed ticks. B's bodies are drawn as a translucent
 //! ghost over A's ([`GhostBody`]), or beside them in a pane of their own
 //! ([`super::split`]); the panel's side is in [`super::compare_panel`].
 
-use super::sim::{History, Sample, SceneRoot, StepOutcome, interpolated_pose, rigid};
+use super::sim::{History, SceneRoot, interpolated_pose, rigid};
+use super::worker::StepsOfB;
 use crate::cli::{Overrides, apply_overrides, divergence};
+use crate::params::Params;
 use crate::scene::comparison::{CompareView, Comparison, is_comparison_file, load_comparison};
 use crate::sim::Simulation;
 use bevy::prelude::*;
@@ -46,6 +49,9 @@ pub struct Compare {
     /// ([`super::split`]); the comparison file's `view`, switched in the
     /// panel.
     pub view: CompareView,
+    /// Counts B's resets and restarts: steps of B taken on the worker from
+    /// an earlier generation are dropped.
+    pub generation: u64,
 }
 
 impl Compare {
@@ -61,6 +67,7 @@ impl Compare {
             halt: None,
             step_error: None,
             view: comparison.view,
+            generation: 0,
         }
     }
 
@@ -72,56 +79,95 @@ impl Compare {
     /// Back to B's initial state (its parameters are kept), with A's reset.
     pub fn reset(&mut self) {
         self.b.reset();
+        self.forget_past();
+    }
+
+    /// B from A's current state (its time, configuration, velocities and
+    /// any thrown bodies), with B's own parameters, perturbation and
+    /// settings and a cold stepper: what an edit of B's stepper, contact
+    /// solver or step size does ([`super::compare_panel`]), so that from
+    /// then on the divergence is that of the two settings alone. B's plot
+    /// series and divergence start again there.
+    pub fn restart_from(&mut self, a: &Simulation) {
+        self.b.restore(&a.checkpoint());
+        self.b.clear_caches();
+        self.forget_past();
+    }
+
+    /// Applies `edit` to B's parameters; when it changed B's stepper,
+    /// contact solver, friction cone or step size, B restarts from A's
+    /// current state ([`Self::restart_from`]). Other edits (μ, e, k, the
+    /// solver's tolerances) apply from B's next step, as A's do.
+    pub fn edit_b(&mut self, a: &Simulation, edit: impl FnOnce(&mut Params)) {
+        let before = self.b.params.clone();
+        edit(&mut self.b.params);
+        let after = &self.b.params;
+        let restarts = after.stepper != before.stepper
+            || after.solver != before.solver
+            || after.friction_cone != before.friction_cone
+            || after.dt.to_bits() != before.dt.to_bits();
+        if restarts {
+            self.restart_from(a);
+        }
+    }
+
+    fn forget_past(&mut self) {
         self.previous_q.clone_from(&self.b.state.q);
         self.history.clear();
         self.divergence.clear();
         self.halt = None;
         self.step_error = None;
+        self.generation += 1;
     }
 
-    /// Installs B's step taken by the worker after A's (`a` is A, already
-    /// one step on): the parameters edited while it ran win, and its sample
-    /// and the divergence are booked. `paused`: a single step, shown
-    /// without interpolation.
-    pub fn install(
-        &mut self,
-        mut stepped: Simulation,
-        outcome: StepOutcome,
-        a: &Simulation,
-        paused: bool,
-    ) {
+    /// Installs B's steps taken by the worker after A's (`a` is A, already
+    /// one step on): the parameters edited while they ran win, and their
+    /// samples and the divergence are booked. Steps of an earlier
+    /// generation (B restarted meanwhile) are dropped. `paused`: a single
+    /// step, shown without interpolation.
+    pub fn install(&mut self, steps: StepsOfB, a: &Simulation, paused: bool) {
+        if steps.generation != self.generation {
+            return;
+        }
+        let mut stepped = steps.simulation;
         stepped.params.clone_from(&self.b.params);
         *stepped.step_settings_mut() = *self.b.step_settings();
         let before = std::mem::replace(&mut self.b, stepped).state.q;
-        match outcome.result() {
-            Ok((status, sample)) if status.advances() => {
-                self.previous_q = if paused {
-                    self.b.state.q.clone()
-                } else {
-                    before
-                };
-                self.step_error = None;
-                let t = self.b.state.t;
-                self.history.record(Sample { t, ..*sample });
-                if let Some(d) = self.divergence_from(a) {
-                    self.record_divergence(t, d);
+        let mut failed = false;
+        for outcome in &steps.outcomes {
+            match outcome.result() {
+                Ok((status, sample)) if status.advances() => {
+                    self.history.record(*sample);
+                }
+                Ok((status, _)) => {
+                    failed = true;
+                    self.halt = Some(self.b.failure_message().unwrap_or_else(|| {
+                        format!(
+                            "step at t = {:.4} s: {}: {}",
+                            self.b.state.t,
+                            status.name(),
+                            status.reason()
+                        )
+                    }));
+                }
+                Err(e) => {
+                    failed = true;
+                    self.step_error = Some(e.clone());
                 }
             }
-            Ok((status, _)) => {
-                self.previous_q.clone_from(&self.b.state.q);
-                self.halt = Some(self.b.failure_message().unwrap_or_else(|| {
-                    format!(
-                        "step at t = {:.4} s: {}: {}",
-                        self.b.state.t,
-                        status.name(),
-                        status.reason()
-                    )
-                }));
-            }
-            Err(e) => {
-                self.previous_q.clone_from(&self.b.state.q);
-                self.step_error = Some(e.clone());
-            }
+        }
+        if failed {
+            self.previous_q.clone_from(&self.b.state.q);
+            return;
+        }
+        self.previous_q = if paused {
+            self.b.state.q.clone()
+        } else {
+            before
+        };
+        self.step_error = None;
+        if let Some(d) = self.divergence_from(a) {
+            self.record_divergence(a.state.t, d);
         }
     }
 

@@ -1,12 +1,15 @@
 //! The panel's "Compare" section: the comparison's name, the view (ghost or
 //! side by side), A's and B's key
 //! parameters side by side (B's μ, restitution and k edited live, as the
-//! "Parameters" section edits A's), the divergence, and B's failures named
-//! as B's.
+//! "Parameters" section edits A's; B's stepper, contact solver and h with
+//! the "Parameters" section's own controls, restarting B from A's state:
+//! [`Compare::edit_b`]), the divergence, and B's failures named as B's.
 
 use super::body_meshes::GHOST;
 use super::compare::Compare;
+use super::panel::{step_size, stepper_and_solver};
 use super::sim::Sim;
+use crate::model::Model;
 use crate::params::Params;
 use crate::scene::comparison::CompareView;
 use bevy_egui::egui;
@@ -51,6 +54,23 @@ pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) {
                     ui.monospace(sim.steps.to_string());
                     ui.monospace(compare.b.steps.to_string());
                     ui.end_row();
+                });
+            let model = sim.model();
+            let (joints, linear) = (model.has_joints(), matches!(model, Model::Linear(_)));
+            egui::CollapsingHeader::new("B's stepper, solver and h")
+                .default_open(false)
+                .show(ui, |ui| {
+                    ui.label(
+                        egui::RichText::new(
+                            "A change restarts B from A's current state: from there the divergence is the settings' alone",
+                        )
+                        .small()
+                        .weak(),
+                    );
+                    compare.edit_b(sim, |params| {
+                        step_size(ui, params);
+                        stepper_and_solver(ui, params, joints, linear);
+                    });
                 });
             let divergence = compare
                 .divergence_from(sim)

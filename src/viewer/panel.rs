@@ -9,7 +9,7 @@ use super::reload::PendingLoad;
 use super::sim::{self, History, PreviousState, SPEED_RANGE, Sim, SimControl};
 use super::worker::StepJob;
 use crate::model::{LinearSystem, Model, State};
-use crate::params::{FrictionCone, SolverKind, StepperKind};
+use crate::params::{FrictionCone, Params, SolverKind, StepperKind};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use std::path::{Path, PathBuf};
@@ -530,13 +530,7 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
         .show(ui, |ui| {
             let params = &mut sim.params;
             ui.add(egui::Slider::new(&mut params.mu, 0.0..=2.0).text("friction μ"));
-            ui.add(
-                egui::Slider::new(&mut params.dt, 1e-5..=0.05)
-                    .logarithmic(true)
-                    .smallest_positive(1e-5)
-                    .text("step size h (s)")
-                    .custom_formatter(|v, _| format!("{v:.2e}")),
-            );
+            step_size(ui, params);
             if planar {
                 let mut two = 2usize;
                 ui.add_enabled(
@@ -587,77 +581,93 @@ fn parameters(ui: &mut egui::Ui, sim: &mut Sim) {
             } else {
                 "This scene has no springs that take the scene-wide stiffness"
             });
-            egui::ComboBox::from_label("stepper")
-                .selected_text(params.stepper.name())
-                .show_ui(ui, |ui| {
-                    for kind in StepperKind::ALL {
-                        if joints && !kind.supports_joints() {
-                            ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
-                                .on_disabled_hover_text("No joint rows: this scene has joints");
-                        } else {
-                            ui.selectable_value(&mut params.stepper, kind, kind.name());
-                        }
-                    }
-                });
-            // NSGS solves the contact LCP of two of the schemes, on rigid
-            // bodies only (Params::validate); elsewhere Lemke is the solver.
-            let nsgs_possible = params.stepper.supports_nsgs() && !linear;
-            if !nsgs_possible {
-                params.solver = SolverKind::Lemke;
-            }
-            egui::ComboBox::from_label("contact solver")
-                .selected_text(params.solver.name())
-                .show_ui(ui, |ui| {
-                    for kind in SolverKind::ALL {
-                        if kind == SolverKind::Nsgs && !nsgs_possible {
-                            ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
-                                .on_disabled_hover_text(
-                                    "NSGS solves the contact LCP of stewart-trinkle and moreau-jean on rigid bodies",
-                                );
-                        } else {
-                            ui.selectable_value(&mut params.solver, kind, kind.name());
-                        }
-                    }
-                })
-                .response
-                .on_hover_text("lemke: exact pivoting; nsgs: Gauss–Seidel over contacts to a tolerance");
-            if params.solver == SolverKind::Lemke
-                && params.friction_cone == Some(FrictionCone::Circular)
-            {
-                // Lemke solves the pyramid's LCP (Params::validate).
-                params.friction_cone = None;
-            }
-            if params.solver == SolverKind::Nsgs {
-                let mut cone = params.cone();
-                egui::ComboBox::from_label("friction cone")
-                    .selected_text(cone.name())
-                    .show_ui(ui, |ui| {
-                        for kind in FrictionCone::ALL {
-                            ui.selectable_value(&mut cone, kind, kind.name());
-                        }
-                    })
-                    .response
-                    .on_hover_text(
-                        "circular: Coulomb's cone, exact local solves; pyramid: the k-edge LCP Lemke solves (in the plane both are the two-direction law)",
-                    );
-                if cone != params.cone() {
-                    params.friction_cone = Some(cone);
+            stepper_and_solver(ui, params, joints, linear);
+        });
+}
+
+/// The step size h: A's in "Parameters", B's in "Compare".
+pub fn step_size(ui: &mut egui::Ui, params: &mut Params) {
+    ui.add(
+        egui::Slider::new(&mut params.dt, 1e-5..=0.05)
+            .logarithmic(true)
+            .smallest_positive(1e-5)
+            .text("step size h (s)")
+            .custom_formatter(|v, _| format!("{v:.2e}")),
+    );
+}
+
+/// The stepper, the contact solver and the solver's options, each offered
+/// only where the model allows it (`joints`: the scene has joints; `linear`:
+/// a generalized linear system): A's in "Parameters", B's in "Compare".
+pub fn stepper_and_solver(ui: &mut egui::Ui, params: &mut Params, joints: bool, linear: bool) {
+    egui::ComboBox::from_label("stepper")
+        .selected_text(params.stepper.name())
+        .show_ui(ui, |ui| {
+            for kind in StepperKind::ALL {
+                if joints && !kind.supports_joints() {
+                    ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
+                        .on_disabled_hover_text("No joint rows: this scene has joints");
+                } else {
+                    ui.selectable_value(&mut params.stepper, kind, kind.name());
                 }
-                ui.add(
-                    egui::Slider::new(&mut params.tolerance, 1e-12..=1e-2)
-                        .logarithmic(true)
-                        .text("NSGS tolerance")
-                        .custom_formatter(|v, _| format!("{v:.0e}")),
-                )
-                .on_hover_text("Relative natural-map residual at which the sweeps stop");
-                ui.add(
-                    egui::Slider::new(&mut params.max_iterations, 1..=100_000)
-                        .logarithmic(true)
-                        .text("NSGS sweep limit"),
-                )
-                .on_hover_text("A solve that reaches it goes on with its best iterate (status Unconverged; its residual is plotted)");
             }
         });
+    // NSGS solves the contact LCP of two of the schemes, on rigid
+    // bodies only (Params::validate); elsewhere Lemke is the solver.
+    let nsgs_possible = params.stepper.supports_nsgs() && !linear;
+    if !nsgs_possible {
+        params.solver = SolverKind::Lemke;
+    }
+    egui::ComboBox::from_label("contact solver")
+        .selected_text(params.solver.name())
+        .show_ui(ui, |ui| {
+            for kind in SolverKind::ALL {
+                if kind == SolverKind::Nsgs && !nsgs_possible {
+                    ui.add_enabled(false, egui::Button::selectable(false, kind.name()))
+                        .on_disabled_hover_text(
+                            "NSGS solves the contact LCP of stewart-trinkle and moreau-jean on rigid bodies",
+                        );
+                } else {
+                    ui.selectable_value(&mut params.solver, kind, kind.name());
+                }
+            }
+        })
+        .response
+        .on_hover_text("lemke: exact pivoting; nsgs: Gauss–Seidel over contacts to a tolerance");
+    if params.solver == SolverKind::Lemke && params.friction_cone == Some(FrictionCone::Circular) {
+        // Lemke solves the pyramid's LCP (Params::validate).
+        params.friction_cone = None;
+    }
+    if params.solver == SolverKind::Nsgs {
+        let mut cone = params.cone();
+        egui::ComboBox::from_label("friction cone")
+            .selected_text(cone.name())
+            .show_ui(ui, |ui| {
+                for kind in FrictionCone::ALL {
+                    ui.selectable_value(&mut cone, kind, kind.name());
+                }
+            })
+            .response
+            .on_hover_text(
+                "circular: Coulomb's cone, exact local solves; pyramid: the k-edge LCP Lemke solves (in the plane both are the two-direction law)",
+            );
+        if cone != params.cone() {
+            params.friction_cone = Some(cone);
+        }
+        ui.add(
+            egui::Slider::new(&mut params.tolerance, 1e-12..=1e-2)
+                .logarithmic(true)
+                .text("NSGS tolerance")
+                .custom_formatter(|v, _| format!("{v:.0e}")),
+        )
+        .on_hover_text("Relative natural-map residual at which the sweeps stop");
+        ui.add(
+            egui::Slider::new(&mut params.max_iterations, 1..=100_000)
+                .logarithmic(true)
+                .text("NSGS sweep limit"),
+        )
+        .on_hover_text("A solve that reaches it goes on with its best iterate (status Unconverged; its residual is plotted)");
+    }
 }
 
 fn overlays(ui: &mut egui::Ui, overlay: &mut OverlayOptions, contacts: usize) {

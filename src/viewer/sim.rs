@@ -597,7 +597,9 @@ fn begin(
     compare: Option<&Compare>,
 ) -> bool {
     history.prepare_fork(sim.state.t);
-    let b = compare.filter(|c| c.steps_with_a()).map(|c| &c.b);
+    let b = compare
+        .filter(|c| c.steps_with_a())
+        .map(|c| (&c.b, c.generation));
     match job.start(sim, b) {
         Ok(()) => true,
         Err(e) => {
@@ -714,13 +716,13 @@ fn collect(
             let before = std::mem::replace(sim, stepped).state.q;
             let paused = control.paused;
             let mut outcome = finished.outcome;
-            if let Some((_, b)) = &finished.b {
+            if let Some(b) = &finished.b {
                 // The frame budget pays for both runs' steps.
-                outcome.cost += b.cost;
+                outcome.cost += b.outcomes.iter().map(|o| o.cost).sum::<f64>();
             }
             let settled = settle(sim, previous, control, history, before, outcome);
-            if let (Some(compare), Some((b, outcome))) = (compare, finished.b) {
-                compare.install(b, outcome, sim, paused);
+            if let (Some(compare), Some(b)) = (compare, finished.b) {
+                compare.install(b, sim, paused);
             }
             settled
         }

@@ -47,8 +47,21 @@ pub struct Finished {
     /// The step's status, sample and cost.
     pub outcome: StepOutcome,
     /// Run B of a comparison, stepped right after A when A advanced (so
-    /// that the two stay in lockstep), and what its step gave.
-    pub b: Option<(Simulation, StepOutcome)>,
+    /// that the two stay in lockstep).
+    pub b: Option<StepsOfB>,
+}
+
+/// Run B's steps to A's time after one step of A: one with the same h, none
+/// or several with another ([`StepJob::start`]).
+pub struct StepsOfB {
+    /// The copy of B, at its step nearest A's new time.
+    pub simulation: Simulation,
+    /// What each step gave, in order; the last one that did not advance
+    /// (refused, unsolved, cancelled) ends them.
+    pub outcomes: Vec<StepOutcome>,
+    /// The [`super::compare::Compare::generation`] the copy was taken in:
+    /// steps of a B restarted since are dropped.
+    pub generation: u64,
 }
 
 /// The state a step started from, to tell whether it is still shown.
@@ -110,21 +123,43 @@ impl StepJob {
         self.running.is_some()
     }
 
-    /// Starts a step of a copy of `sim` on a thread of its own, and of a
-    /// copy of run `b` (a comparison's B) after it when the first advanced.
-    pub fn start(&mut self, sim: &Simulation, b: Option<&Simulation>) -> Result<(), String> {
+    /// Starts a step of a copy of `sim` on a thread of its own, and when it
+    /// advanced, steps of a copy of run `b` (a comparison's B, with its
+    /// generation) up to the new time: each run at its step nearest it
+    /// (a tie steps on), so that a B of another step size keeps A's time.
+    pub fn start(&mut self, sim: &Simulation, b: Option<(&Simulation, u64)>) -> Result<(), String> {
         let (sender, receiver) = mpsc::channel();
         let watch = Arc::new(Watch::default());
         let mut copy = sim.clone();
-        let b = b.cloned();
+        let b = b.map(|(b, generation)| (b.clone(), generation));
         let watching = watch.clone();
         std::thread::Builder::new()
             .name("contactlab step".to_owned())
             .spawn(move || {
                 let outcome = budget::watching(watching.clone(), || take_step(&mut copy));
-                let b = b.filter(|_| outcome.advanced()).map(|mut b| {
-                    let outcome = budget::watching(watching, || take_step(&mut b));
-                    (b, outcome)
+                let t = copy.state.t;
+                let b = b.filter(|_| outcome.advanced()).map(|(mut b, generation)| {
+                    // An h that is not a number is taken, for the step to
+                    // refuse it with its message.
+                    let behind = |b: &Simulation| {
+                        let halfway = b.state.t + 0.5 * b.params.dt;
+                        halfway <= t || halfway.is_nan()
+                    };
+                    let mut outcomes = Vec::new();
+                    while behind(&b) {
+                        let before = b.state.t;
+                        let outcome = budget::watching(watching.clone(), || take_step(&mut b));
+                        let on = outcome.advanced() && b.state.t > before;
+                        outcomes.push(outcome);
+                        if !on {
+                            break;
+                        }
+                    }
+                    StepsOfB {
+                        simulation: b,
+                        outcomes,
+                        generation,
+                    }
                 });
                 // The app may have dropped the step (Cancel): nobody listens.
                 let _ = sender.send(Finished {

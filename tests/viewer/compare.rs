@@ -170,7 +170,7 @@ fn pause_single_step_and_reset_act_on_both() {
 }
 
 /// A step B refuses is B's error, named as B's; A runs on, and B picks up
-/// again once its parameters are good.
+/// again once its parameters are good, catching up with A's time.
 #[test]
 fn a_failing_b_is_reported_as_b_and_a_runs_on() {
     let mut app = open(&shipped("pile.ron"));
@@ -187,7 +187,8 @@ fn a_failing_b_is_reported_as_b_and_a_runs_on() {
     assert!(error.contains("mu") || error.contains("μ"), "{error}");
     app.world_mut().resource_mut::<Compare>().b.params.mu = 0.5;
     ticks(&mut app, 2);
-    assert_eq!((a(&app).steps, b(&app).b.steps), (9, 5));
+    assert_eq!((a(&app).steps, b(&app).b.steps), (9, 9), "B caught up");
+    assert_eq!(a(&app).state.t.to_bits(), b(&app).b.state.t.to_bits());
     assert!(b(&app).step_error.is_none());
 }
 
@@ -202,4 +203,84 @@ fn a_bad_comparison_is_an_error_and_a_scene_has_no_b() {
     let scene = common::project_dir().join("scenes").join("pile.ron");
     let (_, compare) = load_scene_or_comparison(&scene, &Default::default()).expect("a scene");
     assert!(compare.is_none());
+}
+
+/// Applies `edit` to B's parameters as the panel does ([`Compare::edit_b`]).
+fn edit_b(app: &mut App, edit: impl FnOnce(&mut contactlab::params::Params)) {
+    let a = a(app).clone();
+    app.world_mut().resource_mut::<Compare>().edit_b(&a, edit);
+}
+
+/// An edit of B's step size or stepper restarts B from A's current state,
+/// bit for bit (the divergence is 0 there), and B keeps A's clock: at h/2
+/// two steps per step of A, at 2h one every other step, each at its step
+/// nearest A's time. μ edits apply live without a restart, and A keeps its
+/// own settings throughout.
+#[test]
+fn editing_bs_step_size_or_stepper_restarts_b_from_a_on_one_clock() {
+    let path = written("stepping", "pile.ron", "(mu: 0.3)", "(mu: 0.3)");
+    let mut app = open(&path);
+    let h = a(&app).params.dt;
+    ticks(&mut app, 20);
+    // A live μ edit: no restart; B drifts from A.
+    let generation = b(&app).generation;
+    edit_b(&mut app, |p| p.mu = 0.0);
+    assert_eq!(b(&app).generation, generation, "μ restarts nothing");
+    ticks(&mut app, 20);
+    let apart = b(&app).divergence_from(a(&app)).expect("same bodies");
+    assert!(apart > 1e-4, "frictionless B apart from A by {apart} m");
+
+    // Half the step size: B is A's state again, then takes two steps per tick.
+    edit_b(&mut app, |p| p.dt = h / 2.0);
+    assert_eq!(b(&app).generation, generation + 1);
+    assert_eq!(bits(&b(&app).b), bits(a(&app)), "B restarts at A's state");
+    assert_eq!(b(&app).b.steps, a(&app).steps);
+    assert_eq!(b(&app).divergence_from(a(&app)), Some(0.0));
+    assert!(b(&app).history.samples.is_empty() && b(&app).divergence.is_empty());
+    assert_eq!(b(&app).b.params.mu, 0.0, "B keeps its own μ");
+    let (a0, b0) = (a(&app).steps, b(&app).b.steps);
+    for k in 1..=10u64 {
+        ticks(&mut app, 1);
+        assert_eq!((a(&app).steps - a0, b(&app).b.steps - b0), (k, 2 * k));
+        let (ta, tb) = (a(&app).state.t, b(&app).b.state.t);
+        assert!(
+            (ta - tb).abs() < 1e-12,
+            "tick {k}: A at {ta} s, B at {tb} s"
+        );
+    }
+    assert!(b(&app).history.samples.back().is_some());
+    let d = b(&app).divergence_from(a(&app)).expect("same bodies");
+    assert!(d > 0.0, "B at h/2 without friction apart by {d} m");
+
+    // Twice the step size: one step of B every other tick, never more than
+    // h_B/2 = h from A's time.
+    edit_b(&mut app, |p| p.dt = 2.0 * h);
+    let (a0, b0) = (a(&app).steps, b(&app).b.steps);
+    assert_eq!(a0, b0);
+    for k in 1..=10u64 {
+        ticks(&mut app, 1);
+        assert_eq!(b(&app).b.steps - b0, k.div_ceil(2), "tick {k}");
+        let (ta, tb) = (a(&app).state.t, b(&app).b.state.t);
+        assert!(
+            (ta - tb).abs() <= h + 1e-12,
+            "tick {k}: A at {ta} s, B at {tb} s"
+        );
+    }
+    assert_eq!(a(&app).steps - a0, 10);
+
+    // Another stepper with A's μ and h: restarted at A's state, then apart.
+    edit_b(&mut app, |p| {
+        p.mu = 0.3;
+        p.dt = h;
+        p.stepper = contactlab::params::StepperKind::MoreauJean;
+    });
+    assert_eq!(bits(&b(&app).b), bits(a(&app)));
+    ticks(&mut app, 30);
+    assert_eq!(a(&app).steps, b(&app).b.steps);
+    assert_ne!(a(&app).params.stepper, b(&app).b.params.stepper);
+    assert_eq!(a(&app).params.dt, h, "A keeps its h");
+    let d = b(&app).divergence_from(a(&app)).expect("same bodies");
+    assert!(d > 1e-6, "Moreau–Jean apart from A's stepper by {d} m");
+    assert!(b(&app).step_error.is_none() && b(&app).halt.is_none());
+    let _ = std::fs::remove_file(&path);
 }
