@@ -243,10 +243,11 @@ fn pane_colours(pixels: &[[u8; 3]], columns: std::ops::Range<usize>) -> (f64, f6
 #[test]
 fn the_split_view_draws_a_and_b_in_two_panes() {
     let scene = common::project_dir().join("scenes").join("pile.ron");
-    let comparison = std::env::temp_dir().join(format!(
-        "contactlab-window-split-{}.ron",
-        std::process::id()
-    ));
+    // Alone in a directory of its own, named as the shipped one: the
+    // panel's scene picker lists it as `pile.ron`.
+    let dir = std::env::temp_dir().join(format!("contactlab-window-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("directory made");
+    let comparison = dir.join("pile.ron");
     let text = format!(
         "Comparison(name: \"Pile: Lemke against NSGS\", scene: {:?}, a: (solver: lemke), \
          b: (stepper: r#moreau-jean, solver: nsgs), view: Split)",
@@ -266,7 +267,7 @@ fn the_split_view_draws_a_and_b_in_two_panes() {
             &std::env::temp_dir().join("contactlab-compare-split.png"),
         )),
     );
-    let _ = std::fs::remove_file(&comparison);
+    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!((width, height), WINDOW);
     // The panel takes about 350 of 1280 pixels: A's pane about 350..815,
     // B's 815..1280; a margin on both sides of the divider.
