@@ -475,6 +475,10 @@ def contactlab_run(binary, scene: Scene, seconds, threads, extra, budget, every,
     return wall, header, data, proc.stderr.strip()
 
 
+# The fewest steps whose time the lab's difference of two runs resolves.
+MIN_TIMED_STEPS = 50
+
+
 def run_contactlab(binary, scene: Scene, seconds, threads, extra, budget, want_gap):
     steps = steps_for(seconds, scene.dt)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
@@ -730,6 +734,17 @@ def main(argv=None):
         except (ValueError, KeyError) as e:
             print(f"peers.py: cannot read {path}: {e}", file=sys.stderr)
             return 2
+
+    if "contactlab" in engines:
+        # The lab's time per step is the difference of two runs (the whole
+        # run less a one-step run): on a short run that is start-up noise.
+        for scene in scenes:
+            steps = steps_for(args.seconds, scene.dt)
+            if steps < MIN_TIMED_STEPS:
+                ap.error(
+                    f"--seconds {args.seconds:g} is {steps} steps of {scene.path.name} (h = {scene.dt:g} s): "
+                    f"contactlab is timed over at least {MIN_TIMED_STEPS} steps"
+                )
 
     versions = []
     if "contactlab" in engines:
