@@ -120,7 +120,7 @@ type MainView<'a> = (
 /// and the view draws back by [`SPLIT_ZOOM`] on entering the split view (or
 /// a scene framed in it) and comes back on leaving it. B's camera takes the
 /// main camera's rig whenever it changes: the cameras are linked.
-fn sync_pane_b(
+pub fn sync_pane_b(
     mut commands: Commands,
     (compare, epoch): (Option<Res<Compare>>, Res<SceneEpoch>),
     mut main: Query<MainView, (With<MainCamera>, Without<PaneB>)>,

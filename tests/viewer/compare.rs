@@ -284,3 +284,120 @@ fn editing_bs_step_size_or_stepper_restarts_b_from_a_on_one_clock() {
     assert!(b(&app).step_error.is_none() && b(&app).halt.is_none());
     let _ = std::fs::remove_file(&path);
 }
+
+/// The split view's cameras, headless: with `view: Split` a second camera
+/// (B's pane) shares the main camera's rig, drawn back by
+/// [`split::SPLIT_ZOOM`]; moving the main rig moves B's; the two viewports
+/// halve the view beside the panel; and back in the ghost view B's camera
+/// goes, the main camera draws B's layer again and the rig comes back.
+#[test]
+fn the_split_view_links_two_cameras_over_two_halves() {
+    use bevy::camera::RenderTarget;
+    use bevy::camera::visibility::RenderLayers;
+    use bevy::window::{PrimaryWindow, WindowRef, WindowResolution};
+    use contactlab::scene::comparison::CompareView;
+    use contactlab::viewer::camera::{MainCamera, ViewRig, fit_viewport};
+    use contactlab::viewer::panel::PanelLayout;
+    use contactlab::viewer::split::{self, PaneB, sync_pane_b};
+    let path = written(
+        "split",
+        "pile.ron",
+        "(solver: lemke)",
+        "(stepper: r#moreau-jean, solver: nsgs), view: Split",
+    );
+    let mut app = open(&path);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(b(&app).view, CompareView::Split);
+    let framed = ViewRig::for_scene(app.world().resource::<Sim>());
+    app.init_resource::<Assets<Image>>()
+        .insert_resource(PanelLayout {
+            width: 350.0,
+            ..default()
+        });
+    app.world_mut().spawn((
+        Window {
+            resolution: WindowResolution::new(1280, 800),
+            ..default()
+        },
+        PrimaryWindow,
+    ));
+    app.world_mut().spawn((
+        MainCamera,
+        Camera::default(),
+        RenderTarget::Window(WindowRef::Primary),
+        framed.clone(),
+        Msaa::Off,
+        split::main_layers(false),
+    ));
+    // As the viewer runs them: the pane's camera before the viewports.
+    app.add_systems(Update, (sync_pane_b, fit_viewport).chain());
+    let run = |app: &mut App| app.update();
+    let distance = |rig: &ViewRig| match rig {
+        ViewRig::Orbit { distance, .. } => *distance,
+        ViewRig::Planar { .. } => panic!("the pile is spatial"),
+    };
+    let cameras = |app: &mut App| {
+        let mut main = app
+            .world_mut()
+            .query_filtered::<(&Camera, &ViewRig, &RenderLayers), With<MainCamera>>();
+        let (camera, rig, layers) = main.single(app.world()).expect("one main camera");
+        let main = (camera.viewport.clone(), rig.clone(), layers.clone());
+        let mut panes = app
+            .world_mut()
+            .query_filtered::<(&Camera, &ViewRig, &RenderLayers), With<PaneB>>();
+        let panes: Vec<_> = panes
+            .iter(app.world())
+            .map(|(c, r, l)| (c.viewport.clone(), r.clone(), l.clone()))
+            .collect();
+        (main, panes)
+    };
+
+    run(&mut app);
+    run(&mut app);
+    let ((viewport, rig, layers), panes) = cameras(&mut app);
+    assert_eq!(panes.len(), 1, "B's pane has a camera");
+    let (pane_viewport, pane_rig, pane_layers) = &panes[0];
+    let ratio = distance(&rig) / distance(&framed);
+    assert!(
+        (ratio - split::SPLIT_ZOOM).abs() < 1e-6,
+        "drawn back {ratio}×"
+    );
+    assert_eq!(pane_rig, &rig, "one rig");
+    assert_eq!(layers, split::main_layers(true));
+    assert!(!layers.intersects(&RenderLayers::layer(split::LAYER_B)));
+    assert!(pane_layers.intersects(&RenderLayers::layer(split::LAYER_B)));
+    assert!(!pane_layers.intersects(&RenderLayers::layer(split::LAYER_A)));
+    let (a_pane, b_pane) = (
+        viewport.expect("A's viewport"),
+        pane_viewport.clone().expect("B's"),
+    );
+    assert_eq!(
+        (a_pane.physical_position, a_pane.physical_size),
+        (UVec2::new(350, 0), UVec2::new(465, 800))
+    );
+    assert_eq!(
+        (b_pane.physical_position, b_pane.physical_size),
+        (UVec2::new(815, 0), UVec2::new(465, 800))
+    );
+
+    // An orbit of the main camera moves B's.
+    let mut main = app
+        .world_mut()
+        .query_filtered::<&mut ViewRig, With<MainCamera>>();
+    if let ViewRig::Orbit { yaw, .. } = &mut *main.single_mut(app.world_mut()).expect("main") {
+        *yaw += 0.5;
+    }
+    run(&mut app);
+    let ((_, rig, _), panes) = cameras(&mut app);
+    assert_eq!(panes[0].1, rig, "B's camera follows the orbit");
+
+    // Back to the ghost view.
+    app.world_mut().resource_mut::<Compare>().view = CompareView::Ghost;
+    run(&mut app);
+    let ((viewport, rig, layers), panes) = cameras(&mut app);
+    assert!(panes.is_empty(), "no camera for B");
+    assert!((distance(&rig) - distance(&framed)).abs() < 1e-5 * distance(&framed));
+    assert_eq!(layers, split::main_layers(false));
+    let whole = viewport.expect("beside the panel");
+    assert_eq!(whole.physical_size, UVec2::new(930, 800));
+}
