@@ -45,8 +45,12 @@ pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) {
                 .striped(true)
                 .show(ui, |ui| {
                     ui.label("");
-                    ui.strong("A (solid)");
-                    ui.colored_label(ghost_color(), "B (ghost)");
+                    let (a, b) = match compare.view {
+                        CompareView::Ghost => ("A (solid)", "B (ghost)"),
+                        CompareView::Split => ("A (left)", "B (right)"),
+                    };
+                    ui.strong(a);
+                    ui.colored_label(ghost_color(), b);
                     ui.end_row();
                     read_only_rows(ui, &sim.params, &compare.b.params);
                     editable_rows(ui, &sim.params, &mut compare.b.params, planar);
