@@ -247,6 +247,68 @@ fn png_sequences_are_byte_identical() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Shares of the ghost's magenta (red and blue both well above green) in
+/// the left and right halves of a frame, below the pane labels.
+fn magenta_by_half(width: u32, pixels: &[[u8; 3]]) -> (f64, f64) {
+    let magenta = |p: &[u8; 3]| p[0] >= p[1].saturating_add(60) && p[2] >= p[1].saturating_add(60);
+    let (mut left, mut right, mut n) = (0usize, 0usize, 0usize);
+    for row in pixels.chunks(width as usize).skip(60) {
+        let (l, r) = row.split_at(row.len() / 2);
+        left += l.iter().filter(|p| magenta(p)).count();
+        right += r.iter().filter(|p| magenta(p)).count();
+        n += l.len();
+    }
+    (left as f64 / n as f64, right as f64 / n as f64)
+}
+
+/// `record --compare` films both runs: side by side (`--view split`), the
+/// pile under Lemke in the left half and under NSGS (`--b solver=nsgs`) as
+/// B's magenta ghosts in the right half, several times more magenta there
+/// than on A's side (whose pink bodies have a little of it); a bad side is
+/// one line naming its flag, and nothing is written.
+#[test]
+fn record_compare_films_a_and_b_side_by_side() {
+    let dir = temp_dir("compare");
+    let frames = format!("{}/", s(&dir.join("split")));
+    record(&[
+        "scenes/pile.ron",
+        "--compare",
+        "--b",
+        "solver=nsgs",
+        "--view",
+        "split",
+        "--out",
+        &frames,
+        "--fps",
+        "10",
+        "--duration",
+        "0.2",
+        "--size",
+        "640x360",
+    ]);
+    let (width, height, pixels) = common::decode_png(&dir.join("split").join("frame_000001.png"));
+    assert_eq!((width, height), (640, 360));
+    let (left, right) = magenta_by_half(width, &pixels);
+    assert!(
+        right > 0.02 && right > 4.0 * left,
+        "magenta: {left:.4} of A's half, {right:.4} of B's"
+    );
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).expect("dir");
+    refused(
+        &bad,
+        &[
+            "--out",
+            &bad.join("clip.mp4").to_string_lossy(),
+            "--compare",
+            "--b",
+            "mu=abc",
+        ],
+        "--b \"mu=abc\"",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A bad invocation: non-zero exit, one line on stderr, nothing left in `dir`.
 fn refused(dir: &Path, args: &[&str], expect: &str) {
     refused_with(dir, args, &[], expect);

@@ -12,23 +12,6 @@ use std::process::Command;
 /// The window size the viewer asks for.
 const WINDOW: (u32, u32) = (1280, 800);
 
-fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
-    let file = std::fs::File::open(path).expect("screenshot written");
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("buffer size")];
-    let info = reader.next_frame(&mut buf).expect("PNG frame");
-    let channels = info.color_type.samples();
-    assert!(channels >= 3, "colour PNG, found {:?}", info.color_type);
-    assert_eq!(info.bit_depth, png::BitDepth::Eight);
-    let pixels = buf[..info.buffer_size()]
-        .chunks_exact(channels)
-        .map(|p| [p[0], p[1], p[2]])
-        .collect();
-    (info.width, info.height, pixels)
-}
-
 /// Share of pixels within `tol` (per channel) of `rgb`.
 fn share(pixels: &[[u8; 3]], rgb: [u8; 3], tol: u8) -> f64 {
     let near = pixels
@@ -98,7 +81,7 @@ fn screenshot_with(
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let decoded = decode(&out);
+    let decoded = common::decode_png(&out);
     if let Some(keep) = keep {
         std::fs::copy(&out, keep).expect("screenshot kept");
     }

@@ -193,9 +193,35 @@ pub struct RecordArgs {
     /// renderer takes nearly twice as long with 4.
     #[arg(long, default_value_t = 1)]
     pub msaa: u32,
+    /// Film two runs of the scene, A and B, each labelled: B as a
+    /// translucent ghost over A, or side by side (`--view split`). A
+    /// comparison file is filmed so without it.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: run A's parameters as KEY=VALUE,... (the keys of
+    /// `compare --a`), over the other flags.
+    #[arg(long, allow_hyphen_values = true, requires = "compare")]
+    pub a: Option<String>,
+    /// With --compare: run B's parameters, as for --a.
+    #[arg(long, allow_hyphen_values = true, requires = "compare")]
+    pub b: Option<String>,
+    /// How a comparison is filmed: `ghost` (B over A) or `split` (side by
+    /// side) [default: the comparison file's, else ghost].
+    #[arg(long, value_parser = parse_view)]
+    pub view: Option<crate::scene::comparison::CompareView>,
     /// Parameter overrides (`--duration` is the simulated time recorded).
     #[command(flatten)]
     pub overrides: Overrides,
+}
+
+/// Parses `--view`: `ghost` or `split`.
+fn parse_view(text: &str) -> Result<crate::scene::comparison::CompareView, String> {
+    use crate::scene::comparison::CompareView;
+    match text.trim().to_ascii_lowercase().as_str() {
+        "ghost" => Ok(CompareView::Ghost),
+        "split" | "side-by-side" => Ok(CompareView::Split),
+        _ => Err(format!("`{text}`: expected ghost or split")),
+    }
 }
 
 /// Runs a subcommand; `Err` carries the one-line reason for stderr.

@@ -236,7 +236,10 @@ fn spawn_cameras(
     mut egui: ResMut<EguiGlobalSettings>,
     sim: Res<Sim>,
     offscreen: Option<Res<OffscreenTarget>>,
-    window_msaa: Option<Res<WindowMsaa>>,
+    (window_msaa, compare): (
+        Option<Res<WindowMsaa>>,
+        Option<Res<super::compare::Compare>>,
+    ),
 ) {
     egui.auto_create_primary_context = false;
     let target = offscreen.as_ref().map_or_else(RenderTarget::default, |o| {
@@ -265,12 +268,16 @@ fn spawn_cameras(
             ShadowFilteringMethod::Hardware2x2,
         ))
         .id();
-    if offscreen.is_some_and(|o| !o.panel) {
+    // A recording without the panel draws egui through the scene's camera,
+    // which then covers the whole image; with a comparison the split view
+    // halves it, and the labels span both panes.
+    if offscreen.is_some_and(|o| !o.panel) && compare.is_none() {
         commands.entity(main).insert(PrimaryEguiContext);
         return;
     }
     // The egui context lives on its own camera over the whole target, so the
-    // 3D camera's viewport can leave out the panel.
+    // 3D camera's viewport can leave out the panel (and, side by side, B's
+    // pane).
     commands.spawn((
         Name::new("ui camera"),
         PrimaryEguiContext,

@@ -1,12 +1,15 @@
 //! Compare mode, headless half: a comparison file
 //! ([`crate::scene::comparison`]) opened in the viewer runs its scene twice.
 //! Run A is the shown [`super::Sim`] (the panel, the hands and the timeline act on
-//! it); run B is [`Compare::b`], stepped on A's worker right after each of
-//! A's steps up to A's new time ([`super::worker::StepJob::start`]), so that
+//! it); run B is [`Compare::b`], stepped on a worker thread of its own
+//! beside each of A's steps, up to A's new time
+//! ([`super::worker::StepJob::start`]), so that
 //! the two keep one clock: with the same h they take the same steps at the
 //! same fixed ticks. B's bodies are drawn as a translucent
 //! ghost over A's ([`GhostBody`]), or beside them in a pane of their own
 //! ([`super::split`]); the panel's side is in [`super::compare_panel`].
+//! The hands act on both runs ([`super::hands`]), the inspector shows both,
+//! and the history scrubs both ([`Compare::follow`]).
 
 use super::sim::{History, SceneRoot, interpolated_pose, rigid};
 use super::worker::StepsOfB;
@@ -32,8 +35,9 @@ pub struct Compare {
     /// B's configuration before its last step, for drawing poses between
     /// steps.
     pub previous_q: DVector<f64>,
-    /// B's plot samples, bounded in time and points as A's (its timeline
-    /// is unused).
+    /// B's plot samples, bounded in time and points as A's, and its
+    /// checkpoints, which the history's scrubber restores with A's
+    /// ([`Self::follow`]).
     pub history: History,
     /// The divergence after each step: (t in s, the largest distance between
     /// a body in A and the same body in B in m), over the plots' window and
@@ -57,18 +61,40 @@ pub struct Compare {
 impl Compare {
     /// Run B of `comparison`: the simulation `b`, from its state.
     pub fn new(comparison: &Comparison, b: Simulation) -> Self {
+        let mut history = History::default();
+        history.restart(&b);
         Self {
             name: comparison.name.clone(),
             description: comparison.description.clone(),
             previous_q: b.state.q.clone(),
             b,
-            history: History::default(),
+            history,
             divergence: VecDeque::new(),
             halt: None,
             step_error: None,
             view: comparison.view,
             generation: 0,
         }
+    }
+
+    /// Run B started beside the shown run `a` (the panel's "compare"
+    /// toggle on a scene): a copy of A as it is now, its parameters,
+    /// stepper memory and all, so that B equals A until an edit sets it
+    /// apart.
+    pub fn of_run(a: &Simulation) -> Self {
+        let comparison = Comparison {
+            name: format!("{}: A against B", a.scene.name),
+            description: format!(
+                "Run B started as a copy of A at t = {:.3} s; edit B's parameters below",
+                a.state.t
+            ),
+            path: a.scene.path.clone(),
+            scene: a.scene.clone(),
+            a: a.params.clone(),
+            b: a.params.clone(),
+            view: CompareView::default(),
+        };
+        Self::new(&comparison, a.clone())
     }
 
     /// Whether B takes a step with A's next one (it has not stopped).
@@ -113,7 +139,7 @@ impl Compare {
 
     fn forget_past(&mut self) {
         self.previous_q.clone_from(&self.b.state.q);
-        self.history.clear();
+        self.history.restart(&self.b);
         self.divergence.clear();
         self.halt = None;
         self.step_error = None;
@@ -129,10 +155,14 @@ impl Compare {
         if steps.generation != self.generation {
             return;
         }
-        let mut stepped = steps.simulation;
-        stepped.params.clone_from(&self.b.params);
-        *stepped.step_settings_mut() = *self.b.step_settings();
-        let before = std::mem::replace(&mut self.b, stepped).state.q;
+        let before = match steps.simulation {
+            Some(mut stepped) => {
+                stepped.params.clone_from(&self.b.params);
+                *stepped.step_settings_mut() = *self.b.step_settings();
+                std::mem::replace(&mut self.b, stepped).state.q
+            }
+            None => self.b.state.q.clone(),
+        };
         let mut failed = false;
         for outcome in &steps.outcomes {
             match outcome.result() {
@@ -166,9 +196,61 @@ impl Compare {
             before
         };
         self.step_error = None;
+        self.history.timeline.record(&self.b);
         if let Some(d) = self.divergence_from(a) {
             self.record_divergence(a.state.t, d);
         }
+    }
+
+    /// Steps B to A's time on this thread (a recording's frame-exact
+    /// steps), as the worker does beside A's step; `a` has just advanced.
+    pub fn advance_to(&mut self, a: &Simulation) {
+        if !self.steps_with_a() {
+            return;
+        }
+        let steps = super::worker::steps_of_b(
+            self.b.clone(),
+            a.state.t,
+            self.generation,
+            std::sync::Arc::default(),
+        );
+        self.install(steps, a, true);
+    }
+
+    /// After A was scrubbed to a checkpoint of its timeline (or a state was
+    /// loaded into it): B goes to its own checkpoint at A's time, or, when
+    /// its timeline does not reach back that far (or differs from A's in
+    /// bodies), restarts from A's state ([`Self::restart_from`]). B's stop
+    /// is forgotten: it runs again from there.
+    pub fn follow(&mut self, a: &Simulation) {
+        let t = a.state.t;
+        let timeline = &self.history.timeline;
+        let reaches = timeline.index_at(t).filter(|&i| {
+            timeline.get(i).is_some_and(|c| {
+                (c.t() - t).abs() <= 0.5 * self.b.params.dt.abs()
+                    && c.state.q.len() == a.state.q.len()
+            })
+        });
+        match reaches {
+            Some(i) => {
+                self.history.timeline.scrub(i, &mut self.b);
+                self.previous_q.clone_from(&self.b.state.q);
+                self.history.samples.retain(|s| s.t <= t);
+                self.divergence.retain(|p| p[0] <= t);
+                self.halt = None;
+                self.step_error = None;
+            }
+            None => self.restart_from(a),
+        }
+    }
+
+    /// Adds a thrown body to B as it was added to A (the same spec), so that
+    /// the throw hits both runs alike.
+    pub fn throw(&mut self, spec: crate::scene::BodySpec) -> Result<(), String> {
+        self.b.add_body(spec).map_err(|e| format!("run B: {e}"))?;
+        self.previous_q.clone_from(&self.b.state.q);
+        self.history.timeline.record(&self.b);
+        Ok(())
     }
 
     /// Adds the divergence `d` at time `t`, as [`History::record`] adds a
@@ -210,23 +292,57 @@ pub fn load_scene_or_comparison(
     if !is_comparison_file(path) {
         return super::load_simulation(path, overrides).map(|a| (a, None));
     }
-    let comparison = load_comparison(path).map_err(|e| e.to_string())?;
-    let side = |label: &str, base: &crate::params::Params| -> Result<Simulation, String> {
+    let (a, compare) = load_comparison_with(path, overrides, ["", ""], None)?;
+    Ok((a, Some(compare)))
+}
+
+/// A comparison from the command line (`record --compare`): a comparison
+/// file, or a scene run twice, with `overrides` over both sides and then
+/// each side's `KEY=VALUE,...` list (`sides`: `--a`, `--b`, as `contactlab
+/// compare` reads them) over its own; `view` over the file's.
+pub fn load_comparison_with(
+    path: &Path,
+    overrides: &Overrides,
+    sides: [&str; 2],
+    view: Option<CompareView>,
+) -> Result<(Simulation, Compare), String> {
+    let mut comparison = if is_comparison_file(path) {
+        load_comparison(path).map_err(|e| e.to_string())?
+    } else {
+        let scene = crate::scene::load(path).map_err(|e| e.to_string())?;
+        Comparison {
+            name: scene.name.clone(),
+            description: String::new(),
+            path: path.to_owned(),
+            a: scene.params.clone(),
+            b: scene.params.clone(),
+            scene,
+            view: CompareView::default(),
+        }
+    };
+    if let Some(view) = view {
+        comparison.view = view;
+    }
+    let side = |label: &str, base: &Params, spec: &str| -> Result<Simulation, String> {
+        let own = crate::cli::parse_side(&format!("--{}", label.to_lowercase()), spec)?;
         // The side's parameters as the scene's own, for the overrides to
         // apply over and be checked against, as the CLI does.
         let mut scene = comparison.scene.clone();
         scene.params = base.clone();
         let params = apply_overrides(&scene, overrides).map_err(|e| format!("run {label}: {e}"))?;
+        scene.params = params;
+        let params = apply_overrides(&scene, &own).map_err(|e| format!("run {label}: {e}"))?;
         for warning in params.warnings() {
             eprintln!("contactlab: run {label}: {warning}");
         }
         let mut simulation = Simulation::with_params(scene, params);
         overrides.apply_settings(simulation.step_settings_mut());
+        own.apply_settings(simulation.step_settings_mut());
         Ok(simulation)
     };
-    let a = side("A", &comparison.a)?;
-    let b = side("B", &comparison.b)?;
-    Ok((a, Some(Compare::new(&comparison, b))))
+    let a = side("A", &comparison.a, sides[0])?;
+    let b = side("B", &comparison.b, sides[1])?;
+    Ok((a, Compare::new(&comparison, b)))
 }
 
 /// An entity drawing body `.0` of run B, a translucent ghost over A's; its

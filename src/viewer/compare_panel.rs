@@ -1,4 +1,5 @@
-//! The panel's "Compare" section: the comparison's name, the view (ghost or
+//! The panel's compare toggle (a run B beside A on any scene) and its
+//! "Compare" section: the comparison's name, the view (ghost or
 //! side by side), A's and B's key
 //! parameters side by side (B's μ, restitution and k edited live, as the
 //! "Parameters" section edits A's; B's stepper, contact solver and h with
@@ -23,8 +24,27 @@ pub fn ghost_color() -> egui::Color32 {
     egui::Color32::from_rgb(byte(c.red), byte(c.green), byte(c.blue))
 }
 
-/// The "Compare" section.
-pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) {
+/// The compare toggle on a scene without a run B: whether it was switched
+/// on (a run B to start beside A, [`Compare::of_run`]).
+pub fn start_toggle(ui: &mut egui::Ui) -> bool {
+    let mut on = false;
+    ui.checkbox(&mut on, "compare: run B beside A")
+        .on_hover_text(
+            "A second run of the scene, started from A's current state, drawn as a ghost or side by side; edit its stepper, solver and parameters in the Compare section",
+        )
+        .changed()
+        && on
+}
+
+/// The "Compare" section. Returns whether the compare toggle was switched
+/// off (run B to be dropped).
+pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) -> bool {
+    let mut on = true;
+    ui.checkbox(&mut on, "compare: run B beside A")
+        .on_hover_text("Off drops run B; A runs on");
+    if !on {
+        return true;
+    }
     egui::CollapsingHeader::new("Compare")
         .default_open(true)
         .show(ui, |ui| {
@@ -89,6 +109,7 @@ pub fn compare_section(ui: &mut egui::Ui, sim: &Sim, compare: &mut Compare) {
                 ui.colored_label(RED, format!("B's step refused: {error}"));
             }
         });
+    false
 }
 
 fn read_only_rows(ui: &mut egui::Ui, a: &Params, b: &Params) {

@@ -2,8 +2,12 @@
 //! pose is affine in the generalized coordinates, such as the woodpecker toy's
 //! pole, sleeve and bird. A linear system has no bodies, so this is what the
 //! viewer shows of it. Parts are flat meshes in the z = 0 plane, posed from q
-//! interpolated between the last two states like the bodies.
+//! interpolated between the last two states like the bodies. A comparison's
+//! run B has its own parts ([`GhostPart`]), posed from B's coordinates, as
+//! its bodies have ghosts.
 
+use super::body_meshes::{GHOST, GHOST_ALPHA};
+use super::compare::Compare;
 use super::material::LabMaterial;
 use super::sim::{PreviousState, SceneEpoch, Sim, SimSystems};
 use super::visuals::PALETTE;
@@ -17,6 +21,11 @@ use nalgebra::DVector;
 /// The entity drawing part `.0` of the scene's drawing.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartVisual(pub usize);
+
+/// The entity drawing part `.0` of a comparison's run B, in the ghost's
+/// translucent tint ([`GHOST`]), posed from B's coordinates.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GhostPart(pub usize);
 
 /// Parent of the drawing's parts (despawned with the scene).
 #[derive(Component, Debug, Clone, Copy, Default)]
@@ -41,17 +50,19 @@ const LAYER: f32 = 1e-4;
 
 fn spawn_drawing(
     mut commands: Commands,
-    sim: Res<Sim>,
+    (sim, compare): (Res<Sim>, Option<Res<Compare>>),
     epoch: Res<SceneEpoch>,
-    mut spawned: Local<Option<SceneEpoch>>,
+    mut spawned: Local<Option<(SceneEpoch, bool)>>,
     roots: Query<Entity, With<DrawingRoot>>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<LabMaterial>>,
 ) {
-    if *spawned == Some(*epoch) {
+    // Again for a new scene, and when a run B starts or stops.
+    let now = (*epoch, compare.is_some());
+    if *spawned == Some(now) {
         return;
     }
-    *spawned = Some(*epoch);
+    *spawned = Some(now);
     for root in &roots {
         commands.entity(root).despawn();
     }
@@ -66,6 +77,7 @@ fn spawn_drawing(
             Visibility::default(),
         ))
         .id();
+    let ghost_material = materials.add(LabMaterial::unlit(GHOST).translucent(GHOST_ALPHA));
     for (i, part) in sim.scene.drawing.iter().enumerate() {
         let [r, g, b] = part
             .color
@@ -85,19 +97,54 @@ fn spawn_drawing(
                 ChildOf(root),
             ))
             .id();
-        for sketch in &part.shapes {
-            if let Some(mesh) = sketch_mesh(sketch) {
+        let shapes: Vec<Handle<Mesh>> = part
+            .shapes
+            .iter()
+            .filter_map(sketch_mesh)
+            .map(|mesh| meshes.add(mesh))
+            .collect();
+        for mesh in &shapes {
+            commands.spawn((
+                Mesh3d(mesh.clone()),
+                MeshMaterial3d(material.clone()),
+                NotShadowCaster,
+                Transform::default(),
+                ChildOf(entity),
+            ));
+        }
+        // Run B's part, a little in front of A's.
+        if let Some(compare) = &compare {
+            let ghost = commands
+                .spawn((
+                    Name::new(format!("B: {}", part.name)),
+                    GhostPart(i),
+                    ghost_transform(part, &compare.b.state.q, i),
+                    Visibility::default(),
+                    ChildOf(root),
+                ))
+                .id();
+            for mesh in shapes {
                 commands.spawn((
-                    Mesh3d(meshes.add(mesh)),
-                    MeshMaterial3d(material.clone()),
+                    Mesh3d(mesh),
+                    MeshMaterial3d(ghost_material.clone()),
                     NotShadowCaster,
                     Transform::default(),
-                    ChildOf(entity),
+                    ChildOf(ghost),
                 ));
             }
         }
     }
 }
+
+/// B's part at q: A's pose, drawn in front of every part of A.
+fn ghost_transform(part: &Part, q: &DVector<f64>, layer: usize) -> Transform {
+    let mut transform = part_transform(part, q, layer);
+    transform.translation.z += GHOST_LAYER;
+    transform
+}
+
+/// How far in front of A's drawing B's parts lie, m.
+const GHOST_LAYER: f32 = 0.01;
 
 /// The part's pose at q as a transform in the z = 0 plane (layered by index).
 fn part_transform(part: &Part, q: &DVector<f64>, layer: usize) -> Transform {
@@ -109,23 +156,39 @@ fn part_transform(part: &Part, q: &DVector<f64>, layer: usize) -> Transform {
 /// Poses every part from q interpolated by the fixed-time overstep fraction
 /// (q enters affinely, so interpolating q interpolates the pose).
 fn pose_parts(
-    sim: Res<Sim>,
+    (sim, compare): (Res<Sim>, Option<Res<Compare>>),
     previous: Res<PreviousState>,
     fixed: Res<Time<Fixed>>,
-    mut parts: Query<(&PartVisual, &mut Transform)>,
+    mut parts: Query<(&PartVisual, &mut Transform), Without<GhostPart>>,
+    mut ghosts: Query<(&GhostPart, &mut Transform), Without<PartVisual>>,
 ) {
-    let current = &sim.state.q;
     let alpha = fixed.overstep_fraction_f64().clamp(0.0, 1.0);
-    let q = if previous.q.len() == current.len() && alpha < 1.0 {
-        &previous.q + (current - &previous.q) * alpha
-    } else {
-        current.clone()
+    let between = |previous: &DVector<f64>, current: &DVector<f64>| {
+        if previous.len() == current.len() && alpha < 1.0 {
+            previous + (current - previous) * alpha
+        } else {
+            current.clone()
+        }
     };
+    let q = between(&previous.q, &sim.state.q);
     for (visual, mut transform) in &mut parts {
         let Some(part) = sim.scene.drawing.get(visual.0) else {
             continue;
         };
         let posed = part_transform(part, &q, visual.0);
+        if posed.translation.is_finite() && posed.rotation.is_finite() {
+            *transform = posed;
+        }
+    }
+    let Some(compare) = compare else {
+        return;
+    };
+    let q = between(&compare.previous_q, &compare.b.state.q);
+    for (ghost, mut transform) in &mut ghosts {
+        let Some(part) = compare.b.scene.drawing.get(ghost.0) else {
+            continue;
+        };
+        let posed = ghost_transform(part, &q, ghost.0);
         if posed.translation.is_finite() && posed.rotation.is_finite() {
             *transform = posed;
         }

@@ -8,14 +8,19 @@
 //!
 //! The physics lives in the core ([`crate::model::perturbation`],
 //! [`crate::sim::throw`], [`crate::model::RigidSystem::ray_cast`]); this is
-//! the wiring from pointer events to it. [`HandsPlugin`] needs only Bevy's
+//! the wiring from pointer events to it. In a comparison the hands act on
+//! both runs alike: a throw adds the same body to B ([`Compare::throw`]),
+//! B's steps take A's spring ([`super::worker::StepJob::start`]), and in the
+//! split view B's pane picks B's bodies (its ghosts) as A's pane picks A's. [`HandsPlugin`] needs only Bevy's
 //! picking plugins, so it runs headless (`tests/viewer.rs` drives it with
 //! synthetic pointer events); [`HandsDrawPlugin`] draws the highlight and the
 //! spring.
 
 use super::camera::{MainCamera, ViewRig};
+use super::compare::{Compare, GhostBody};
 use super::drawing::PartVisual;
 use super::sim::{BodyVisual, PreviousState, SceneEpoch, Sim, physics_to_world, rigid};
+use super::split::PaneB;
 use crate::model::{Dimension, Model, Perturbation};
 use crate::sim::throw::{self, Projectile};
 use bevy::picking::PickingSystems;
@@ -157,14 +162,22 @@ fn egui_has_pointer(egui: &Option<Res<EguiWantsInput>>) -> bool {
     egui.as_ref().is_some_and(|e| e.wants_any_pointer_input())
 }
 
+/// The cameras whose view the pointer acts in: the main one, and in the
+/// split view B's pane.
+type Viewing = Or<(With<MainCamera>, With<PaneB>)>;
+
 /// The picking backend: for each pointer's ray from the main camera, the
 /// body the physics shapes say it is over (in a linear system, the drawing
-/// part), as a hit on that body's entity.
+/// part), as a hit on that body's entity; from B's pane, the body of run B,
+/// as a hit on its ghost.
+#[allow(clippy::too_many_arguments)]
 pub fn physics_backend(
     ray_map: Res<RayMap>,
-    cameras: Query<&Camera, With<MainCamera>>,
+    cameras: Query<(&Camera, Has<PaneB>), Viewing>,
     sim: Res<Sim>,
+    compare: Option<Res<Compare>>,
     bodies: Query<(Entity, &BodyVisual)>,
+    ghosts: Query<(Entity, &GhostBody)>,
     parts: Query<(Entity, &PartVisual)>,
     egui: Option<Res<EguiWantsInput>>,
     mut output: MessageWriter<PointerHits>,
@@ -173,16 +186,29 @@ pub fn physics_backend(
         return;
     }
     for (ray_id, ray) in ray_map.iter() {
-        let Ok(camera) = cameras.get(ray_id.camera) else {
+        let Ok((camera, pane_b)) = cameras.get(ray_id.camera) else {
             continue;
         };
         let (origin, direction) = ray_in_physics(&sim, ray);
         let to_world = physics_to_world(rigid(&sim).map_or(Dimension::Planar, |s| s.dimension));
         let mut picks = Vec::new();
-        match sim.model() {
+        // The run this camera shows: B's bodies in B's pane.
+        let run = match (pane_b, compare.as_deref()) {
+            (true, Some(compare)) => &compare.b,
+            (true, None) => continue,
+            (false, _) => &**sim,
+        };
+        let entity_of = |i: usize| {
+            if pane_b {
+                ghosts.iter().find(|(_, g)| g.0 == i).map(|(e, _)| e)
+            } else {
+                bodies.iter().find(|(_, b)| b.0 == i).map(|(e, _)| e)
+            }
+        };
+        match run.model() {
             Model::Rigid(system) => {
-                if let Some(hit) = system.ray_cast(&sim.state.q, &origin, &direction)
-                    && let Some((entity, _)) = bodies.iter().find(|(_, b)| b.0 == hit.body)
+                if let Some(hit) = system.ray_cast(&run.state.q, &origin, &direction)
+                    && let Some(entity) = entity_of(hit.body)
                 {
                     picks.push((
                         entity,
@@ -195,6 +221,7 @@ pub fn physics_backend(
                     ));
                 }
             }
+            Model::Linear(_) if pane_b => {}
             Model::Linear(_) => {
                 // Drawings lie in z = 0; later parts are drawn in front.
                 if direction.z != 0.0 {
@@ -270,9 +297,9 @@ fn press(
     mut sim: ResMut<Sim>,
     mut grab: ResMut<Grab>,
     mut selection: ResMut<Selection>,
-    bodies: Query<&BodyVisual>,
+    (bodies, ghosts, compare): (Query<&BodyVisual>, Query<&GhostBody>, Option<Res<Compare>>),
     parts: Query<&PartVisual>,
-    cameras: Query<&GlobalTransform, With<MainCamera>>,
+    cameras: Query<&GlobalTransform, Viewing>,
 ) {
     let ctrl = ctrl_held(&keys);
     for event in presses.read() {
@@ -286,21 +313,26 @@ fn press(
             );
             continue;
         }
-        let (Ok(body), Some(position)) = (bodies.get(event.entity), event.event.hit.position)
-        else {
+        // A body of A, or a ghost of B's (grabbed at the same point of the
+        // same body in both runs).
+        let held = match (bodies.get(event.entity), ghosts.get(event.entity)) {
+            (Ok(body), _) => Some((body.0, &**sim)),
+            (_, Ok(ghost)) => compare.as_deref().map(|c| (ghost.0, &c.b)),
+            _ => None,
+        };
+        let (Some((i, run)), Some(position)) = (held, event.event.hit.position) else {
             continue;
         };
-        let Model::Rigid(system) = sim.model() else {
+        let Model::Rigid(system) = run.model() else {
             continue;
         };
-        let i = body.0;
         if i >= system.bodies.len() {
             continue;
         }
         let r = world_to_physics(&sim);
         let point = to_f64(r * position);
         let local =
-            system.rotation(&sim.state.q, i).inverse() * (point - system.position(&sim.state.q, i));
+            system.rotation(&run.state.q, i).inverse() * (point - system.position(&run.state.q, i));
         let plane_normal = match system.dimension {
             Dimension::Planar => Vector3::z(),
             Dimension::Spatial => {
@@ -338,9 +370,13 @@ fn click(
     mut hands: ResMut<Hands>,
     mut sim: ResMut<Sim>,
     mut selection: ResMut<Selection>,
-    bodies: Query<&BodyVisual>,
+    (bodies, ghosts, mut compare): (
+        Query<&BodyVisual>,
+        Query<&GhostBody>,
+        Option<ResMut<Compare>>,
+    ),
     parts: Query<&PartVisual>,
-    cameras: Query<(&Camera, &GlobalTransform, &ViewRig), With<MainCamera>>,
+    cameras: Query<(&Camera, &GlobalTransform, &ViewRig), Viewing>,
     egui: Option<Res<EguiWantsInput>>,
 ) {
     let ctrl = ctrl_held(&keys);
@@ -351,6 +387,7 @@ fn click(
         let target = bodies
             .get(event.entity)
             .map(|b| Selected::Body(b.0))
+            .or_else(|_| ghosts.get(event.entity).map(|g| Selected::Body(g.0)))
             .or_else(|_| parts.get(event.entity).map(|p| Selected::Part(p.0)))
             .ok();
         match hands.tool {
@@ -358,15 +395,29 @@ fn click(
                 if egui_has_pointer(&egui) {
                     continue;
                 }
-                let Ok((camera, transform, rig)) = cameras.single() else {
-                    continue;
+                // The camera of the pane the pointer is in.
+                let position = event.pointer_location.position;
+                let in_view = |camera: &Camera| {
+                    camera
+                        .logical_viewport_rect()
+                        .is_none_or(|rect| rect.contains(position))
                 };
-                let Ok(ray) = camera.viewport_to_world(transform, event.pointer_location.position)
+                let Some((camera, transform, rig)) = cameras.iter().find(|(c, _, _)| in_view(c))
                 else {
                     continue;
                 };
+                let Ok(ray) = camera.viewport_to_world(transform, position) else {
+                    continue;
+                };
                 let aimed = event.event.hit.position.filter(|_| target.is_some());
-                hands.message = throw_toward(&mut sim, &hands, &ray, aimed, transform, rig).err();
+                hands.message = throw_toward(
+                    (&mut sim, compare.as_deref_mut()),
+                    &hands,
+                    &ray,
+                    aimed,
+                    (transform, rig),
+                )
+                .err();
             }
             _ => {
                 if let Some(selected) = target {
@@ -380,12 +431,11 @@ fn click(
 /// Throws the tool's projectile along the camera ray through the clicked
 /// point (`aimed`: the point on the body clicked, world frame).
 fn throw_toward(
-    sim: &mut Sim,
+    (sim, compare): (&mut Sim, Option<&mut Compare>),
     hands: &Hands,
     ray: &Ray3d,
     aimed: Option<Vec3>,
-    camera: &GlobalTransform,
-    rig: &ViewRig,
+    (camera, rig): (&GlobalTransform, &ViewRig),
 ) -> Result<(), String> {
     let Model::Rigid(system) = sim.model() else {
         return Err(
@@ -446,7 +496,11 @@ fn throw_toward(
         .ok_or_else(|| {
             "nothing to throw toward (the point is where the throw starts)".to_owned()
         })?;
-    sim.add_body(spec).map(|_| ()).map_err(|e| e.to_string())
+    sim.add_body(spec.clone()).map_err(|e| e.to_string())?;
+    match compare {
+        Some(compare) => compare.throw(spec),
+        None => Ok(()),
+    }
 }
 
 /// Moves the held perturbation's target with the pointer (its ray through
@@ -457,7 +511,7 @@ fn drive_grab(
     hands: Res<Hands>,
     pointers: Query<(&PointerId, &PointerPress, &PointerLocation)>,
     ray_map: Res<RayMap>,
-    cameras: Query<(Entity, &GlobalTransform), With<MainCamera>>,
+    cameras: Query<(Entity, &GlobalTransform), Viewing>,
 ) {
     let Some(held) = grab.0.as_mut() else {
         return;
@@ -471,14 +525,13 @@ fn drive_grab(
         let _ = sim.set_perturbation(None);
         return;
     }
-    let Ok((camera, transform)) = cameras.single() else {
-        return;
-    };
-    if let Some(ray) = ray_map
-        .iter()
-        .find(|(id, _)| id.camera == camera && id.pointer == held.pointer)
-        .map(|(_, ray)| *ray)
-    {
+    // The pointer's ray from whichever pane it is over (the two cameras
+    // share one pose).
+    let found = ray_map.iter().find_map(|(id, ray)| {
+        let transform = cameras.get(id.camera).ok()?.1;
+        (id.pointer == held.pointer).then_some((*ray, transform))
+    });
+    if let Some((ray, transform)) = found {
         let (origin, direction) = ray_in_physics(&sim, &ray);
         if sim.model().is_planar() || rigid(&sim).is_none() {
             held.plane_normal = Vector3::z();

@@ -1,6 +1,7 @@
 //! The panel's "Hands" section (pointer tool, perturbation stiffness, throw
 //! settings, camera follow) and the inspector of the selected body or
-//! drawing part (from [`crate::sim::inspect`]).
+//! drawing part (from [`crate::sim::inspect`]), in both runs of a
+//! comparison.
 
 use super::follow::Follow;
 use super::hands::{Hands, Selected, Selection, Tool};
@@ -155,8 +156,87 @@ fn shape_text(shape: &Shape, planar: bool) -> String {
     }
 }
 
-/// The inspector: the selected body's or part's numbers.
-pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection) {
+/// The rows of a body's numbers: (label, value).
+fn body_rows(report: &inspect::BodyReport, planar: bool) -> Vec<(&'static str, String)> {
+    let mut rows = vec![
+        ("mass", format!("{} kg", report.mass)),
+        ("position (m)", vector(&report.position, planar)),
+    ];
+    if planar {
+        let (_, _, angle) = report.orientation.euler_angles();
+        rows.push(("angle (rad)", format!("{:+.4}", zeroed(angle, 1.0, 4))));
+    } else {
+        let q = report.orientation.quaternion();
+        rows.push((
+            "orientation",
+            format!("w {:+.3} ({:+.3}, {:+.3}, {:+.3})", q.w, q.i, q.j, q.k),
+        ));
+    }
+    rows.push(("velocity (m/s)", vector(&report.velocity, planar)));
+    if planar {
+        rows.push((
+            "ω (rad/s)",
+            format!("{:+.4}", zeroed(report.angular_velocity.z, 1.0, 4)),
+        ));
+    } else {
+        rows.push(("ω (rad/s)", vector(&report.angular_velocity, false)));
+    }
+    rows.push(("kinetic energy", format!("{:.4e} J", report.kinetic_energy)));
+    rows.push(("contact force (N)", vector(&report.resultant, planar)));
+    if let Some(p) = &report.perturbation {
+        rows.push(("perturbation (N)", vector(&p.force, planar)));
+    }
+    rows
+}
+
+/// A body's contacts in the last step, as a table (`id` tells the tables of
+/// A and B apart).
+fn contacts_table(
+    ui: &mut egui::Ui,
+    sim: &crate::sim::Simulation,
+    report: &inspect::BodyReport,
+    id: &str,
+) {
+    if report.contacts.is_empty() {
+        ui.label(egui::RichText::new("no contacts in the last step").weak());
+        return;
+    }
+    let length = super::sim::rigid(sim).map_or(1.0, |s| s.length_scale());
+    let impulse = report
+        .contacts
+        .iter()
+        .map(|c| c.normal_impulse.abs().max(c.friction_impulse.abs()))
+        .fold(0.0, f64::max);
+    egui::Grid::new(("inspector contacts", id))
+        .num_columns(5)
+        .spacing([12.0, 4.0])
+        .striped(true)
+        .show(ui, |ui| {
+            ui.strong("with");
+            ui.strong("gap (m)");
+            ui.strong("c_n (N·s)");
+            ui.strong("|β| (N·s)");
+            ui.strong("state");
+            ui.end_row();
+            for c in &report.contacts {
+                ui.label(&c.other);
+                ui.monospace(sci(c.gap, length));
+                ui.monospace(sci(c.normal_impulse, impulse));
+                ui.monospace(sci(c.friction_impulse, impulse));
+                ui.colored_label(to_egui(state_color(c.state)), c.state.name());
+                ui.end_row();
+            }
+        });
+}
+
+/// The inspector: the selected body's or part's numbers, and with a
+/// comparison's run `b` the same body's numbers in B beside A's.
+pub fn inspector_section(
+    ui: &mut egui::Ui,
+    sim: &Sim,
+    b: Option<&crate::sim::Simulation>,
+    selection: &mut Selection,
+) {
     let Some(selected) = selection.0 else {
         return;
     };
@@ -173,70 +253,39 @@ pub fn inspector_section(ui: &mut egui::Ui, sim: &Sim, selection: &mut Selection
                     ui.strong(&report.name);
                     ui.label(shape_text(&report.shape, planar));
                 });
+                let rows = body_rows(&report, planar);
+                let in_b = b.and_then(|b| inspect::body(b, i).map(|r| (b, r)));
+                let rows_b = in_b.as_ref().map(|(_, r)| body_rows(r, planar));
+                // With a run B each row is A's value, and B's under it in the
+                // ghost's tint (the panel is too narrow for two columns of
+                // vectors).
+                let ghost = super::compare_panel::ghost_color();
                 egui::Grid::new("inspector body")
                     .num_columns(2)
                     .show(ui, |ui| {
-                        let mut row = |label: &str, value: String| {
-                            ui.label(label);
+                        for (label, value) in &rows {
+                            ui.label(*label);
                             ui.monospace(value);
                             ui.end_row();
-                        };
-                        row("mass", format!("{} kg", report.mass));
-                        row("position (m)", vector(&report.position, planar));
-                        if planar {
-                            let (_, _, angle) = report.orientation.euler_angles();
-                            row("angle (rad)", format!("{:+.4}", zeroed(angle, 1.0, 4)));
-                        } else {
-                            let q = report.orientation.quaternion();
-                            row(
-                                "orientation",
-                                format!("w {:+.3} ({:+.3}, {:+.3}, {:+.3})", q.w, q.i, q.j, q.k),
-                            );
-                        }
-                        row("velocity (m/s)", vector(&report.velocity, planar));
-                        if planar {
-                            row(
-                                "ω (rad/s)",
-                                format!("{:+.4}", zeroed(report.angular_velocity.z, 1.0, 4)),
-                            );
-                        } else {
-                            row("ω (rad/s)", vector(&report.angular_velocity, false));
-                        }
-                        row("kinetic energy", format!("{:.4e} J", report.kinetic_energy));
-                        row("contact force (N)", vector(&report.resultant, planar));
-                        if let Some(p) = &report.perturbation {
-                            row("perturbation (N)", vector(&p.force, planar));
-                        }
-                    });
-                if report.contacts.is_empty() {
-                    ui.label(egui::RichText::new("no contacts in the last step").weak());
-                } else {
-                    let length = super::sim::rigid(sim).map_or(1.0, |s| s.length_scale());
-                    let impulse = report
-                        .contacts
-                        .iter()
-                        .map(|c| c.normal_impulse.abs().max(c.friction_impulse.abs()))
-                        .fold(0.0, f64::max);
-                    egui::Grid::new("inspector contacts")
-                        .num_columns(5)
-                        .spacing([12.0, 4.0])
-                        .striped(true)
-                        .show(ui, |ui| {
-                            ui.strong("with");
-                            ui.strong("gap (m)");
-                            ui.strong("c_n (N·s)");
-                            ui.strong("|β| (N·s)");
-                            ui.strong("state");
-                            ui.end_row();
-                            for c in &report.contacts {
-                                ui.label(&c.other);
-                                ui.monospace(sci(c.gap, length));
-                                ui.monospace(sci(c.normal_impulse, impulse));
-                                ui.monospace(sci(c.friction_impulse, impulse));
-                                ui.colored_label(to_egui(state_color(c.state)), c.state.name());
+                            if let Some(rows_b) = &rows_b {
+                                let other = rows_b.iter().find(|(l, _)| l == label);
+                                ui.label(egui::RichText::new("  in B").color(ghost));
+                                ui.label(
+                                    egui::RichText::new(other.map_or("–", |(_, v)| v.as_str()))
+                                        .monospace()
+                                        .color(ghost),
+                                );
                                 ui.end_row();
                             }
-                        });
+                        }
+                    });
+                if let Some((b, report_b)) = &in_b {
+                    ui.label(egui::RichText::new("A's contacts").small());
+                    contacts_table(ui, sim, &report, "A");
+                    ui.label(egui::RichText::new("B's contacts").small().color(ghost));
+                    contacts_table(ui, b, report_b, "B");
+                } else {
+                    contacts_table(ui, sim, &report, "A");
                 }
             }
             Selected::Part(i) => {

@@ -196,6 +196,7 @@ pub fn run(args: ViewArgs) -> Result<(), String> {
     if let Some(compare) = compare.as_mut() {
         start_from(&mut compare.b, args.state.as_deref())?;
         compare.previous_q.clone_from(&compare.b.state.q);
+        compare.history.restart(&compare.b);
     }
     let drag = screenshot::ScriptedDrag::parse(args.drag.as_deref(), args.drag_by.as_deref())?;
     // Checked before the adapter, so that a bad flag is named first.

@@ -150,6 +150,7 @@ struct SceneList {
 /// The side panel.
 #[allow(clippy::too_many_arguments)]
 fn panel_ui(
+    mut commands: Commands,
     mut contexts: EguiContexts,
     mut sim: ResMut<Sim>,
     mut control: ResMut<SimControl>,
@@ -265,8 +266,12 @@ fn panel_ui(
                         return;
                     }
                     if let Some(compare) = compare.as_deref_mut() {
-                        super::compare_panel::compare_section(ui, &sim, compare);
+                        if super::compare_panel::compare_section(ui, &sim, compare) {
+                            commands.remove_resource::<Compare>();
+                        }
                         ui.separator();
+                    } else if super::compare_panel::start_toggle(ui) {
+                        commands.insert_resource(Compare::of_run(&sim));
                     }
                     if let (Some(hands), Some(selection), Some(follow)) = (
                         hands_ui.hands.as_deref_mut(),
@@ -274,7 +279,12 @@ fn panel_ui(
                         hands_ui.follow.as_deref_mut(),
                     ) {
                         super::inspector::hands_section(ui, &sim, hands, follow, selection);
-                        super::inspector::inspector_section(ui, &sim, selection);
+                        super::inspector::inspector_section(
+                            ui,
+                            &sim,
+                            compare.as_deref().map(|c| &c.b),
+                            selection,
+                        );
                         ui.separator();
                     }
                     parameters(ui, &mut sim);
@@ -299,7 +309,7 @@ fn panel_ui(
                             ui,
                             &mut sim,
                             &mut history,
-                            &mut previous,
+                            (&mut previous, compare.as_deref_mut()),
                             &source,
                             &mut pending,
                             files,

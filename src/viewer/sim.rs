@@ -717,8 +717,11 @@ fn collect(
             let paused = control.paused;
             let mut outcome = finished.outcome;
             if let Some(b) = &finished.b {
-                // The frame budget pays for both runs' steps.
-                outcome.cost += b.outcomes.iter().map(|o| o.cost).sum::<f64>();
+                // The frame budget pays for the slower of the two runs,
+                // which step side by side.
+                outcome.cost = outcome
+                    .cost
+                    .max(b.outcomes.iter().map(|o| o.cost).sum::<f64>());
             }
             let settled = settle(sim, previous, control, history, before, outcome);
             if let (Some(compare), Some(b)) = (compare, finished.b) {
@@ -740,6 +743,14 @@ pub struct StepOutcome {
 }
 
 impl StepOutcome {
+    /// A step that did not run: `message` says why.
+    pub fn failed(message: &str) -> Self {
+        Self {
+            result: Err(message.to_owned()),
+            cost: 0.0,
+        }
+    }
+
     /// Whether the step advanced the state.
     pub fn advanced(&self) -> bool {
         matches!(&self.result, Ok((status, _)) if status.advances())

@@ -4,13 +4,15 @@
 //! default; the panel's "Compare" section switches.
 //!
 //! What each camera draws is chosen by render layers: the surfaces, the
-//! lights and the grids on [`SHARED_LAYER`], A's bodies and the contact
-//! overlays on [`LAYER_A`], B's ghosts on [`LAYER_B`]. In the ghost view the
+//! lights and the grids on [`SHARED_LAYER`], A's bodies (or a linear
+//! system's drawing parts) and the contact overlays on [`LAYER_A`], B's
+//! ghosts (bodies and parts) on [`LAYER_B`]. In the ghost view the
 //! main camera draws all three; in the split view it draws A's pane (shared
 //! and A) and the [`PaneB`] camera B's (shared and B).
 
 use super::camera::{MainCamera, ViewRig};
 use super::compare::{Compare, GhostBody};
+use super::drawing::{GhostPart, PartVisual};
 use super::panel::PanelLayout;
 use super::sim::{BodyVisual, SceneEpoch};
 use crate::scene::comparison::CompareView;
@@ -19,7 +21,6 @@ use bevy::camera::{RenderTarget, Viewport};
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::light::ShadowFilteringMethod;
 use bevy::prelude::*;
-use bevy::window::PrimaryWindow;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
 /// What both runs show alike: surfaces, lights, grids.
@@ -66,8 +67,13 @@ impl Plugin for SplitPlugin {
     }
 }
 
-/// A body's meshes (the body and its spin markers) on [`LAYER_A`], a ghost
-/// on [`LAYER_B`], lights on every layer (they light and shadow both runs).
+/// A's bodies and drawing parts.
+type OfA = Or<(With<BodyVisual>, With<PartVisual>)>;
+/// B's ghosts: its bodies and drawing parts.
+type OfB = Or<(With<GhostBody>, With<GhostPart>)>;
+
+/// A body's or drawing part's meshes (the body and its spin markers) on
+/// [`LAYER_A`], a ghost's on [`LAYER_B`], lights on every layer (they light and shadow both runs).
 type Unlayered = (
     Without<RenderLayers>,
     Or<(With<Mesh3d>, With<DirectionalLight>)>,
@@ -76,16 +82,18 @@ type Unlayered = (
 fn layer_entities(
     mut commands: Commands,
     unlayered: Query<(Entity, Option<&ChildOf>, Has<DirectionalLight>), Unlayered>,
-    bodies: Query<(), With<BodyVisual>>,
-    ghosts: Query<(), With<GhostBody>>,
+    bodies: Query<(), OfA>,
+    ghosts: Query<(), OfB>,
 ) {
     for (entity, parent, light) in &unlayered {
-        let of_body = |e: Entity| bodies.contains(e);
+        // The entity, or the body or drawing part it is a mesh of.
+        let of =
+            |set: &dyn Fn(Entity) -> bool| set(entity) || parent.is_some_and(|p| set(p.parent()));
         let layers = if light {
             RenderLayers::from_layers(&[SHARED_LAYER, LAYER_A, LAYER_B])
-        } else if ghosts.contains(entity) {
+        } else if of(&|e| ghosts.contains(e)) {
             RenderLayers::layer(LAYER_B)
-        } else if of_body(entity) || parent.is_some_and(|p| of_body(p.parent())) {
+        } else if of(&|e| bodies.contains(e)) {
             RenderLayers::layer(LAYER_A)
         } else {
             continue;
@@ -197,27 +205,71 @@ pub fn pane_viewports(left: u32, size: UVec2) -> Option<(Viewport, Viewport)> {
     Some((pane(left, a), pane(left + a, b)))
 }
 
-/// "A" and "B" at the top of each pane, with each run's stepper and solver,
-/// and a line between the panes.
+/// One run's label: its name and its stepper, contact solver and h.
+fn run_label(ui: &mut egui::Ui, name: &str, params: &crate::params::Params, color: egui::Color32) {
+    ui.horizontal(|ui| {
+        ui.label(egui::RichText::new(name).size(24.0).strong().color(color));
+        ui.label(
+            egui::RichText::new(format!(
+                "{} · {} · h {:.1e} s",
+                params.stepper.name(),
+                params.solver.name(),
+                params.dt
+            ))
+            .color(color),
+        );
+    });
+}
+
+/// The labels of the two runs: in the split view "A" and "B" at the top of
+/// each pane, with each run's stepper and solver, and a line between the
+/// panes; in the ghost view both at the top left, "A (solid)" over "B
+/// (ghost)". Sized by the egui view, so that a recording (drawn into an
+/// image, no window) carries them as the window does.
 fn pane_labels(
     mut contexts: EguiContexts,
     compare: Option<Res<Compare>>,
     sim: Res<super::Sim>,
     layout: Res<PanelLayout>,
-    window: Query<&Window, With<PrimaryWindow>>,
+    pane_b: Query<&Camera, With<PaneB>>,
 ) {
-    let Some(compare) = compare.filter(|c| is_split(Some(c))) else {
-        return;
-    };
-    let Ok(window) = window.single() else {
+    let Some(compare) = compare else {
         return;
     };
     let Ok(ctx) = contexts.ctx_mut() else {
         return;
     };
+    let screen = ctx.viewport_rect();
     let left = if layout.visible { layout.width } else { 0.0 };
-    let middle = left + ((window.width() - left) / 2.0).ceil();
     let ghost = super::compare_panel::ghost_color();
+    let backing = || {
+        egui::Frame::new()
+            .fill(egui::Color32::from_black_alpha(170))
+            .corner_radius(4.0)
+            .inner_margin(egui::Margin::symmetric(8, 2))
+    };
+    if !is_split(Some(&compare)) {
+        egui::Area::new(egui::Id::new("pane label"))
+            .fixed_pos(egui::pos2(left + 10.0, 8.0))
+            .interactable(false)
+            .fade_in(false)
+            .show(ctx, |ui| {
+                backing().show(ui, |ui| {
+                    run_label(ui, "A (solid)", &sim.params, egui::Color32::WHITE);
+                    run_label(ui, "B (ghost)", &compare.b.params, ghost);
+                });
+            });
+        return;
+    }
+    // Where B's pane begins: its camera's viewport (in pixels of the
+    // target, a window or a recording's image), in egui's points.
+    let Some(middle) = pane_b
+        .iter()
+        .find_map(|camera| camera.viewport.as_ref())
+        .map(|v| v.physical_position.x as f32 / ctx.pixels_per_point())
+    else {
+        return;
+    };
     let runs = [
         ("A", &sim.params, egui::Color32::WHITE, left),
         ("B", &compare.b.params, ghost, middle),
@@ -226,25 +278,9 @@ fn pane_labels(
         egui::Area::new(egui::Id::new(("pane label", name)))
             .fixed_pos(egui::pos2(x + 10.0, 8.0))
             .interactable(false)
+            .fade_in(false)
             .show(ctx, |ui| {
-                let backing = egui::Frame::new()
-                    .fill(egui::Color32::from_black_alpha(170))
-                    .corner_radius(4.0)
-                    .inner_margin(egui::Margin::symmetric(8, 2));
-                backing.show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        ui.label(egui::RichText::new(name).size(24.0).strong().color(color));
-                        ui.label(
-                            egui::RichText::new(format!(
-                                "{} · {} · h {:.1e} s",
-                                params.stepper.name(),
-                                params.solver.name(),
-                                params.dt
-                            ))
-                            .color(color),
-                        );
-                    })
-                });
+                backing().show(ui, |ui| run_label(ui, name, params, color));
             });
     }
     ctx.layer_painter(egui::LayerId::new(
@@ -253,7 +289,7 @@ fn pane_labels(
     ))
     .vline(
         middle,
-        0.0..=window.height(),
+        screen.top()..=screen.bottom(),
         egui::Stroke::new(2.0, egui::Color32::from_gray(90)),
     );
 }

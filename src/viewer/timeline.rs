@@ -2,9 +2,11 @@
 //! the last 60 s (within a memory cap, shown), ← / → to step through them
 //! while paused; resuming from a past step forks (the later steps are
 //! discarded and the simulation continues with the current parameters).
+//! A comparison's run B follows A through the history ([`Compare::follow`]).
 //! And the panel's files: "Save state" (a RON snapshot in `states/`), "Load
 //! state", "Save scene as".
 
+use super::compare::Compare;
 use super::panel::PanelLayout;
 use super::sim::{History, PreviousState, Sim, SimControl};
 use super::{SceneSource, reload::PendingLoad};
@@ -45,6 +47,7 @@ fn history_keys(
     mut history: ResMut<History>,
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     if layout.text_editing {
         return;
@@ -64,8 +67,31 @@ fn history_keys(
         (at + 1).min(history.timeline.len().saturating_sub(1))
     };
     if to != at {
-        history.scrub(to, &mut sim, &mut previous);
+        scrub(
+            to,
+            &mut sim,
+            &mut history,
+            &mut previous,
+            compare.as_deref_mut(),
+        );
     }
+}
+
+/// Scrubs the history to checkpoint `index`: A is restored from it, and a
+/// comparison's run B goes to its own checkpoint at A's time
+/// ([`Compare::follow`]). Returns whether A moved there.
+pub fn scrub(
+    index: usize,
+    sim: &mut Sim,
+    history: &mut History,
+    previous: &mut PreviousState,
+    compare: Option<&mut Compare>,
+) -> bool {
+    let moved = history.scrub(index, sim, previous);
+    if moved && let Some(compare) = compare {
+        compare.follow(sim);
+    }
+    moved
 }
 
 fn megabytes(bytes: usize) -> String {
@@ -80,6 +106,7 @@ pub fn timeline_ui(
     mut history: ResMut<History>,
     mut previous: ResMut<PreviousState>,
     mut control: ResMut<SimControl>,
+    mut compare: Option<ResMut<Compare>>,
 ) {
     if !layout.visible {
         return;
@@ -126,7 +153,13 @@ pub fn timeline_ui(
                     let changed = response.changed() || back || forward;
                     if changed && index.min(last) != at {
                         control.paused = true;
-                        history.scrub(index.min(last), &mut sim, &mut previous);
+                        scrub(
+                            index.min(last),
+                            &mut sim,
+                            &mut history,
+                            &mut previous,
+                            compare.as_deref_mut(),
+                        );
                     } else if response.drag_started() {
                         control.paused = true;
                     }
@@ -167,7 +200,7 @@ pub fn files_section(
     ui: &mut egui::Ui,
     sim: &mut Sim,
     history: &mut History,
-    previous: &mut PreviousState,
+    (previous, compare): (&mut PreviousState, Option<&mut Compare>),
     source: &SceneSource,
     pending: &mut PendingLoad,
     files: &mut FileActions,
@@ -218,6 +251,9 @@ pub fn files_section(
                             sim.0 = next;
                             previous.q.clone_from(&sim.state.q);
                             history.restart(sim);
+                            if let Some(compare) = compare {
+                                compare.restart_from(sim);
+                            }
                             let started = format!("started from {}", path.display());
                             (note.unwrap_or(started), false)
                         }

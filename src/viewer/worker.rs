@@ -6,6 +6,9 @@
 //! Pause and Cancel.
 //!
 //! The shown simulation is what the panel, the hands and the timeline edit.
+//! A comparison's run B steps on a second thread beside A's step
+//! ([`steps_of_b`]); the two are collected together.
+//!
 //! A finished step takes over its parameters, its hand and its settings
 //! (edits apply from the next step); a step whose starting state is no
 //! longer shown (a reset, a scrub, a reload, a throw) is cancelled and
@@ -52,16 +55,45 @@ pub struct Finished {
 }
 
 /// Run B's steps to A's time after one step of A: one with the same h, none
-/// or several with another ([`StepJob::start`]).
+/// or several with another ([`steps_of_b`]).
 pub struct StepsOfB {
-    /// The copy of B, at its step nearest A's new time.
-    pub simulation: Simulation,
+    /// The copy of B, at its step nearest A's new time (none when its
+    /// thread panicked).
+    pub simulation: Option<Simulation>,
     /// What each step gave, in order; the last one that did not advance
     /// (refused, unsolved, cancelled) ends them.
     pub outcomes: Vec<StepOutcome>,
     /// The [`super::compare::Compare::generation`] the copy was taken in:
     /// steps of a B restarted since are dropped.
     pub generation: u64,
+}
+
+/// Steps `b` (a comparison's run B of `generation`) up to time `t`, each
+/// run at its step nearest it (a tie steps on), so that a B of another step
+/// size keeps A's time; the first step that does not advance ends them.
+/// Under `watch`: a Cancel stops them as it stops A's.
+pub fn steps_of_b(mut b: Simulation, t: f64, generation: u64, watch: Arc<Watch>) -> StepsOfB {
+    // An h that is not a number is taken, for the step to refuse it with
+    // its message.
+    let behind = |b: &Simulation| {
+        let halfway = b.state.t + 0.5 * b.params.dt;
+        halfway <= t || halfway.is_nan()
+    };
+    let mut outcomes = Vec::new();
+    while behind(&b) {
+        let before = b.state.t;
+        let outcome = budget::watching(watch.clone(), || take_step(&mut b));
+        let on = outcome.advanced() && b.state.t > before;
+        outcomes.push(outcome);
+        if !on {
+            break;
+        }
+    }
+    StepsOfB {
+        simulation: Some(b),
+        outcomes,
+        generation,
+    }
 }
 
 /// The state a step started from, to tell whether it is still shown.
@@ -123,43 +155,48 @@ impl StepJob {
         self.running.is_some()
     }
 
-    /// Starts a step of a copy of `sim` on a thread of its own, and when it
-    /// advanced, steps of a copy of run `b` (a comparison's B, with its
-    /// generation) up to the new time: each run at its step nearest it
-    /// (a tie steps on), so that a B of another step size keeps A's time.
+    /// Starts a step of a copy of `sim` on a thread of its own and, beside
+    /// it on a second thread, the steps of a copy of run `b` (a comparison's
+    /// B, with its generation) up to A's new time ([`steps_of_b`]). B's steps
+    /// are kept only when A's step advanced; B's copy takes A's hand (the
+    /// perturbation spring acts on both alike).
     pub fn start(&mut self, sim: &Simulation, b: Option<(&Simulation, u64)>) -> Result<(), String> {
         let (sender, receiver) = mpsc::channel();
         let watch = Arc::new(Watch::default());
         let mut copy = sim.clone();
-        let b = b.map(|(b, generation)| (b.clone(), generation));
+        // Every step advances t by h (`Simulation::step`): A's time after
+        // this one, for B to step to while A's step runs.
+        let t = sim.state.t + sim.params.dt;
+        let b = match b {
+            Some((b, generation)) => {
+                let mut b = b.clone();
+                if b.perturbation() != sim.perturbation() {
+                    // A hand on a body B lacks is A's alone.
+                    let _ = b.set_perturbation(sim.perturbation().cloned());
+                }
+                let watching = watch.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("contactlab step B".to_owned())
+                    .spawn(move || steps_of_b(b, t, generation, watching))
+                    .map_err(|e| format!("cannot start a thread for run B's step: {e}"))?;
+                Some((spawned, generation))
+            }
+            None => None,
+        };
         let watching = watch.clone();
         std::thread::Builder::new()
             .name("contactlab step".to_owned())
             .spawn(move || {
-                let outcome = budget::watching(watching.clone(), || take_step(&mut copy));
-                let t = copy.state.t;
-                let b = b.filter(|_| outcome.advanced()).map(|(mut b, generation)| {
-                    // An h that is not a number is taken, for the step to
-                    // refuse it with its message.
-                    let behind = |b: &Simulation| {
-                        let halfway = b.state.t + 0.5 * b.params.dt;
-                        halfway <= t || halfway.is_nan()
-                    };
-                    let mut outcomes = Vec::new();
-                    while behind(&b) {
-                        let before = b.state.t;
-                        let outcome = budget::watching(watching.clone(), || take_step(&mut b));
-                        let on = outcome.advanced() && b.state.t > before;
-                        outcomes.push(outcome);
-                        if !on {
-                            break;
-                        }
-                    }
-                    StepsOfB {
-                        simulation: b,
-                        outcomes,
+                let outcome = budget::watching(watching, || take_step(&mut copy));
+                let b = b.and_then(|(thread, generation)| {
+                    let steps = thread.join().unwrap_or_else(|_| StepsOfB {
+                        simulation: None,
+                        outcomes: vec![StepOutcome::failed(
+                            "run B's step thread ended without a result (a panic; see the terminal)",
+                        )],
                         generation,
-                    }
+                    });
+                    outcome.advanced().then_some(steps)
                 });
                 // The app may have dropped the step (Cancel): nobody listens.
                 let _ = sender.send(Finished {

@@ -220,3 +220,22 @@ impl EnergyWatch {
         self.previous = now;
     }
 }
+
+/// An 8-bit colour PNG (a screenshot, a recorded frame): width, height and
+/// its pixels' RGB, row by row.
+pub fn decode_png(path: &std::path::Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let file = std::fs::File::open(path).expect("PNG written");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("buffer size")];
+    let info = reader.next_frame(&mut buf).expect("PNG frame");
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "colour PNG, found {:?}", info.color_type);
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let pixels = buf[..info.buffer_size()]
+        .chunks_exact(channels)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
+    (info.width, info.height, pixels)
+}

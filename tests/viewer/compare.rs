@@ -192,6 +192,150 @@ fn a_failing_b_is_reported_as_b_and_a_runs_on() {
     assert!(b(&app).step_error.is_none());
 }
 
+/// The history scrubs both runs: back to step 20 of 40, A and B stand at
+/// their own states of step 20, bit for bit, and resuming from there
+/// replays both runs' steps 21–40 bit for bit (μ differs between them, so
+/// B is not A). Scrubbing before B's last restart puts B back on A's state.
+#[test]
+fn the_history_scrubs_b_with_a_and_replays_both_bit_for_bit() {
+    use contactlab::viewer::PreviousState;
+    use contactlab::viewer::timeline::scrub;
+    let path = written("scrub", "pile.ron", "(mu: 0.5)", "(mu: 0.1)");
+    let mut app = open(&path);
+    ticks(&mut app, 20);
+    let at_20 = (bits(a(&app)), bits(&b(&app).b));
+    assert_ne!(at_20.0[1..], at_20.1[1..], "B's μ sets it apart");
+    ticks(&mut app, 20);
+    let at_40 = (bits(a(&app)), bits(&b(&app).b));
+    let scrub_to = |app: &mut App, index: usize| {
+        let world = app.world_mut();
+        world.resource_scope(|world, mut history: Mut<History>| {
+            world.resource_scope(|world, mut sim: Mut<Sim>| {
+                world.resource_scope(|world, mut previous: Mut<PreviousState>| {
+                    let mut compare = world.resource_mut::<Compare>();
+                    scrub(
+                        index,
+                        &mut sim,
+                        &mut history,
+                        &mut previous,
+                        Some(&mut compare),
+                    )
+                })
+            })
+        })
+    };
+    assert!(scrub_to(&mut app, 20), "checkpoint 20 is step 20");
+    assert_eq!((bits(a(&app)), bits(&b(&app).b)), at_20, "both at step 20");
+    ticks(&mut app, 20);
+    assert_eq!(
+        (bits(a(&app)), bits(&b(&app).b)),
+        at_40,
+        "both replay steps 21–40"
+    );
+    // B restarted from A at step 40: before it, B's timeline has no
+    // checkpoint, and B takes A's state.
+    edit_b(&mut app, |p| p.dt *= 0.5);
+    ticks(&mut app, 4);
+    assert!(scrub_to(&mut app, 30), "checkpoint 30");
+    assert_eq!(a(&app).state.t.to_bits(), b(&app).b.state.t.to_bits());
+    assert_eq!(
+        b(&app).divergence_from(a(&app)),
+        Some(0.0),
+        "B from A's state"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The hands act on both runs alike: the perturbation spring set on A pulls
+/// the same body of B (identical sides stay identical bit for bit, the body
+/// pulled away from where it rested), and a throw adds the same body to
+/// both, which lands alike.
+#[test]
+fn the_hands_act_on_both_runs() {
+    use contactlab::model::Perturbation;
+    use contactlab::scene::BodySpec;
+    let path = written("hands", "pile.ron", "()", "()");
+    let mut app = open(&path);
+    ticks(&mut app, 5);
+    let body = 3;
+    let (rest, mass) = {
+        let system = rigid(a(&app)).expect("rigid");
+        (
+            system.position(&a(&app).state.q, body),
+            system.bodies[body].mass,
+        )
+    };
+    let target = rest + nalgebra::Vector3::new(0.0, 0.0, 0.3);
+    let spring = Perturbation::with_rate(body, mass, nalgebra::Vector3::zeros(), target, 100.0);
+    app.world_mut()
+        .resource_mut::<Sim>()
+        .set_perturbation(Some(spring))
+        .expect("a body of the pile");
+    ticks(&mut app, 30);
+    assert_eq!(
+        bits(a(&app)),
+        bits(&b(&app).b),
+        "the spring pulls both alike"
+    );
+    let lifted = rigid(&b(&app).b)
+        .expect("rigid")
+        .position(&b(&app).b.state.q, body);
+    assert!(
+        lifted.z > rest.z + 0.05,
+        "B's body pulled up: {rest} → {lifted}"
+    );
+    app.world_mut()
+        .resource_mut::<Sim>()
+        .set_perturbation(None)
+        .expect("let go");
+    // A throw, as the throw tool makes it: the same body into both.
+    let spec: BodySpec = ron::from_str(
+        "(name: \"thrown\", shape: Sphere(radius: 0.05), mass: 0.2, position: (0.0, 0.0, 1.0), velocity: (0.0, 0.0, -1.0))",
+    )
+    .expect("a body");
+    app.world_mut()
+        .resource_mut::<Sim>()
+        .add_body(spec.clone())
+        .expect("thrown into A");
+    app.world_mut()
+        .resource_mut::<Compare>()
+        .throw(spec)
+        .expect("thrown into B");
+    ticks(&mut app, 60);
+    assert_eq!(a(&app).state.q.len(), b(&app).b.state.q.len());
+    assert_eq!(bits(a(&app)), bits(&b(&app).b), "the throw lands alike");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The panel's compare toggle on a plain scene: run B starts as a copy of
+/// A where A stands, steps with it bit for bit until B is edited, and
+/// switching it off drops B while A runs on.
+#[test]
+fn the_compare_toggle_starts_b_as_a_copy_of_a() {
+    let scene = common::project_dir().join("scenes").join("pile.ron");
+    let (simulation, none) =
+        load_scene_or_comparison(&scene, &Default::default()).expect("a scene");
+    assert!(none.is_none());
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .add_plugins(SimPlugin::new(simulation))
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .insert_resource(waiting_for_every_step());
+    app.update();
+    ticks(&mut app, 10);
+    let copy = Compare::of_run(a(&app));
+    app.insert_resource(copy);
+    ticks(&mut app, 20);
+    assert_eq!((a(&app).steps, b(&app).b.steps), (30, 30));
+    assert_eq!(bits(a(&app)), bits(&b(&app).b), "B is A until edited");
+    edit_b(&mut app, |p| p.mu = 0.0);
+    ticks(&mut app, 30);
+    assert!(b(&app).divergence_from(a(&app)).expect("same bodies") > 0.0);
+    app.world_mut().remove_resource::<Compare>();
+    ticks(&mut app, 5);
+    assert_eq!(a(&app).steps, 65, "A runs on alone");
+}
+
 /// A comparison whose side does not fit its scene is an error naming the
 /// field, not a panic; a plain scene opens without B.
 #[test]

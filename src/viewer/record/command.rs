@@ -1,7 +1,9 @@
 //! `contactlab record`: the viewer's scene, cameras and overlay, rendered into
 //! an offscreen image of the video's size with no window at all (no display
 //! or X server needed; Mesa's software Vulkan is enough), every frame read
-//! back and encoded, then exit.
+//! back and encoded, then exit. `--compare` (or a comparison file) films
+//! runs A and B together, as the viewer shows them: B a ghost over A, or
+//! the two side by side, each labelled.
 
 use super::burn_in_overlay;
 use super::{CaptureSource, Outcome, RecordSettings, Recording, add_capture_systems};
@@ -48,7 +50,27 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
             .ok_or_else(|| format!("--fps {fps}: must be between 1 and {most}"))?,
     };
     let spec = VideoSpec::new(args.out.clone(), width, height, fps)?;
-    let simulation = crate::viewer::load_simulation(&args.scene, &args.overrides)?;
+    let filmed_twice = args.compare
+        || crate::scene::comparison::is_comparison_file(&args.scene)
+        || args.view.is_some();
+    let (simulation, compare) = if filmed_twice {
+        let sides = [
+            args.a.as_deref().unwrap_or(""),
+            args.b.as_deref().unwrap_or(""),
+        ];
+        let (a, b) = crate::viewer::compare::load_comparison_with(
+            &args.scene,
+            &args.overrides,
+            sides,
+            args.view,
+        )?;
+        (a, Some(b))
+    } else {
+        (
+            crate::viewer::load_simulation(&args.scene, &args.overrides)?,
+            None,
+        )
+    };
     let spec = spec.with_palette_hints(crate::viewer::visuals::palette_hints(&simulation));
     let duration = simulation.params.duration;
     let frames = (duration / args.speed * fps as f64).round();
@@ -123,7 +145,7 @@ pub fn record_command(args: &crate::cli::RecordArgs) -> Result<(), String> {
         watch: false,
         ..crate::viewer::SceneSource::new(args.scene.clone(), args.overrides.clone())
     })
-    .add_plugins(crate::viewer::SimPlugin::new(simulation))
+    .add_plugins(crate::viewer::SimPlugin::comparing(simulation, compare))
     .add_plugins(crate::viewer::ViewerPlugin)
     .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::ZERO))
     .insert_resource(settings.clone())

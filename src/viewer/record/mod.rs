@@ -229,6 +229,9 @@ fn add_capture_systems(app: &mut App) {
     .add_systems(Last, (capture::request_capture, deliver_frames).chain());
 }
 
+/// The primary window, when the app has one (a recording from the viewer).
+type PrimaryWindowIfAny<'w, 's> = Option<Single<'w, 's, &'static Window, With<PrimaryWindow>>>;
+
 /// Steps the simulation for the frame about to be captured.
 fn advance_recording(
     mut rec: Option<ResMut<Recording>>,
@@ -237,7 +240,7 @@ fn advance_recording(
     mut control: ResMut<SimControl>,
     mut history: ResMut<History>,
     mut job: ResMut<super::worker::StepJob>,
-    window: Option<Single<&Window, With<PrimaryWindow>>>,
+    (window, mut compare): (PrimaryWindowIfAny, Option<ResMut<super::compare::Compare>>),
 ) {
     let Some(rec) = rec.as_mut() else {
         return;
@@ -312,6 +315,10 @@ fn advance_recording(
                     rec.phase = Phase::Draining;
                 }
                 return;
+            }
+            // A comparison's run B, to A's new time.
+            if let Some(compare) = compare.as_deref_mut() {
+                compare.advance_to(&sim);
             }
             rec.steps += 1;
         }
