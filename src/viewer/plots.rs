@@ -1,8 +1,8 @@
 //! The panel's plots of the recent history ([`History`], bounded in time and
 //! points): energy, contacts and LCP size, step time, and under NSGS the
 //! sweeps per step and the residual each step stopped at, on a log scale.
-//! In compare mode, first A's and B's energy, deepest gap and contacts
-//! overlaid, and the divergence between them.
+//! In compare mode, first A's and B's energy, deepest gap, contacts and
+//! step time overlaid, and the divergence between them.
 
 use super::compare::Compare;
 use super::sim::{History, Sample};
@@ -63,8 +63,8 @@ fn plot(id: &str) -> Plot<'static> {
         .y_axis_min_width(36.0)
 }
 
-/// Compare mode's plots: A's and B's series overlaid ("A", "B"), and the
-/// divergence.
+/// Compare mode's plots: A's and B's energy, deepest gap, contacts and step
+/// time overlaid ("A", "B"), and the divergence.
 fn compare_plots(ui: &mut egui::Ui, history: &History, compare: &Compare) {
     let overlaid = |ui: &mut egui::Ui, id: &str, f: &dyn Fn(&Sample) -> f64| {
         plot(id).show(ui, |p| {
@@ -78,6 +78,8 @@ fn compare_plots(ui: &mut egui::Ui, history: &History, compare: &Compare) {
     overlaid(ui, "compare gap", &|s| s.min_gap);
     ui.label("active contacts");
     overlaid(ui, "compare contacts", &|s| s.active_contacts as f64);
+    ui.label("step time (ms)");
+    overlaid(ui, "compare step time", &|s| s.step_ms);
     ui.label("divergence (m)").on_hover_text(
         "The largest distance between a body in A and the same body in B (as `contactlab compare`)",
     );

@@ -336,6 +336,37 @@ fn the_compare_toggle_starts_b_as_a_copy_of_a() {
     assert_eq!(a(&app).steps, 65, "A runs on alone");
 }
 
+/// A restart of B while B's step runs on the worker (an edit of B's h):
+/// the step, of the earlier generation, is dropped when it arrives, and B
+/// stays where the restart put it, on A's state.
+#[test]
+fn a_step_of_b_in_flight_during_a_restart_is_dropped() {
+    use contactlab::viewer::worker::StepJob;
+    use std::time::Duration;
+    let path = written("in-flight", "pile.ron", "(mu: 0.5)", "(mu: 0.1)");
+    let mut app = open(&path);
+    ticks(&mut app, 10);
+    let a0 = a(&app).clone();
+    let mut compare = b(&app).clone();
+    let mut job = StepJob::default();
+    job.start(&a0, Some((&compare.b, compare.generation)))
+        .expect("the step starts");
+    // The restart, while the step runs.
+    compare.edit_b(&a0, |p| p.dt *= 0.5);
+    let restarted = bits(&compare.b);
+    assert_eq!(restarted, bits(&a0), "B restarted on A's state");
+    let finished = job
+        .wait(Duration::from_secs(60))
+        .expect("the step ends")
+        .expect("with a result");
+    let steps = finished.b.expect("B stepped beside A");
+    assert_eq!(steps.generation + 1, compare.generation);
+    compare.install(steps, &finished.simulation, false);
+    assert_eq!(bits(&compare.b), restarted, "the stale step is dropped");
+    assert_eq!(compare.b.steps, a0.steps);
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A comparison whose side does not fit its scene is an error naming the
 /// field, not a panic; a plain scene opens without B.
 #[test]
