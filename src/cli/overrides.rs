@@ -2,7 +2,7 @@
 //! and the viewer: each one checked against the model and the chosen
 //! stepper, so that a flag that cannot apply is an error, not ignored.
 
-use crate::params::{ModelFeatures, ParamError, Params, ParamsPatch, SolverKind};
+use crate::params::{FrictionCone, ModelFeatures, ParamError, Params, ParamsPatch, SolverKind};
 use crate::stepper::StepSettings;
 
 /// Flags that override a scene's parameters (shared by `run`, `record` and
@@ -60,6 +60,10 @@ pub struct Overrides {
     /// drawing, another run).
     #[arg(long, allow_hyphen_values = true)]
     pub threads: Option<usize>,
+    /// NSGS on the circular cone: the past sweeps Anderson acceleration
+    /// combines, 0–20; 0 is plain Gauss–Seidel [default: 5].
+    #[arg(long, allow_hyphen_values = true)]
+    pub acceleration: Option<usize>,
     /// Lemke pivots one step may take, over all its solves, before the run
     /// stops with status OverBudget [default: 2000000].
     #[arg(long, allow_hyphen_values = true)]
@@ -77,11 +81,14 @@ pub struct Overrides {
 }
 
 impl Overrides {
-    /// Writes the flags that are not parameters (`--threads` and the step's
-    /// budget) into the stepper's settings.
+    /// Writes the flags that are not parameters (`--threads`,
+    /// `--acceleration` and the step's budget) into the stepper's settings.
     pub fn apply_settings(&self, settings: &mut StepSettings) {
         if let Some(n) = self.threads {
             settings.threads = n;
+        }
+        if let Some(n) = self.acceleration {
+            settings.acceleration = n;
         }
         if let Some(n) = self.max_step_pivots {
             settings.budget.max_pivots = Some(n);
@@ -150,6 +157,23 @@ impl Overrides {
                 format!("{n}: must be 1 or 2 (a step's work splits in two halves)"),
             ));
         }
+        if let Some(n) = o.acceleration
+            && n > MAX_ACCELERATION
+        {
+            return Err(ParamError::new(
+                "acceleration",
+                format!("{n}: must be 0 (plain Gauss–Seidel) to {MAX_ACCELERATION} past sweeps"),
+            ));
+        }
+        if o.acceleration.is_some()
+            && p.solver == SolverKind::Nsgs
+            && p.cone() != FrictionCone::Circular
+        {
+            return Err(ParamError::new(
+                "acceleration",
+                "applies to NSGS on the circular cone only (the pyramid's sweeps are not combined)",
+            ));
+        }
         if o.max_step_pivots == Some(0) {
             return Err(ParamError::new("max_step_pivots", "0: must be at least 1"));
         }
@@ -165,6 +189,7 @@ impl Overrides {
             ("tolerance", o.tolerance.is_some()),
             ("max_iterations", o.max_iterations.is_some()),
             ("strict", o.strict),
+            ("acceleration", o.acceleration.is_some()),
         ] {
             if given && p.solver != SolverKind::Nsgs {
                 return Err(ParamError::new(
@@ -177,6 +202,11 @@ impl Overrides {
         Ok(p)
     }
 }
+
+/// The most past sweeps `--acceleration` combines: its least squares grows
+/// with their square, and beyond a few the oldest describe another active
+/// set.
+pub const MAX_ACCELERATION: usize = 20;
 
 /// A named choice given as a flag (`--stepper moreau-jean`), parsed; an
 /// unknown name is an error at `field`.

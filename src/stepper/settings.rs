@@ -101,6 +101,9 @@ pub struct StepSettings {
     /// after the other. Either gives the same result, bit for bit; on a
     /// one-core machine 2 acts as 1.
     pub threads: usize,
+    /// NSGS on the circular cone: the past sweeps Anderson acceleration
+    /// combines (0: plain Gauss–Seidel; `--acceleration`).
+    pub acceleration: usize,
     /// Lemke's fallbacks and refinement, handed to the solver with each
     /// solve.
     pub lemke: LemkeSettings,
@@ -130,6 +133,7 @@ impl Default for StepSettings {
             projection_iterations: 20,
             projection_residual: 1e-13,
             threads: 2,
+            acceleration: DEFAULT_ACCELERATION,
             lemke: LemkeSettings::default(),
             budget: Limits::default(),
         }
@@ -197,7 +201,7 @@ impl StepSettings {
             residual_tolerance: params.tolerance,
             max_sweeps: params.max_iterations,
             circular: params.cone() == FrictionCone::Circular,
-            acceleration: DEFAULT_ACCELERATION,
+            acceleration: self.acceleration,
             threads: self.threads,
             strict: params.strict,
         });
