@@ -316,12 +316,7 @@ fn the_compare_toggle_starts_b_as_a_copy_of_a() {
     let (simulation, none) =
         load_scene_or_comparison(&scene, &Default::default()).expect("a scene");
     assert!(none.is_none());
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins)
-        .add_plugins(SimPlugin::new(simulation))
-        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
-        .insert_resource(waiting_for_every_step());
-    app.update();
+    let mut app = super::app(simulation);
     ticks(&mut app, 10);
     let copy = Compare::of_run(a(&app));
     app.insert_resource(copy);

@@ -265,13 +265,7 @@ fn on_screen(app: &mut App, i: usize) -> Vec2 {
     };
     let p = system.position(&s.state.q, i);
     let world = physics_to_world(system.dimension) * Vec3::new(p.x as f32, p.y as f32, p.z as f32);
-    let mut query = app
-        .world_mut()
-        .query_filtered::<(&Camera, &GlobalTransform), With<MainCamera>>();
-    let (camera, transform) = query.single(app.world()).expect("camera");
-    camera
-        .world_to_viewport(transform, world)
-        .expect("on screen")
+    camera_point(app, world)
 }
 
 fn send(app: &mut App, position: Vec2, action: PointerAction) {
@@ -484,6 +478,8 @@ fn the_perturb_tool_drags_without_ctrl_and_a_linear_system_refuses() {
     );
 }
 
+/// Where the world point is on screen through the main camera, logical
+/// pixels.
 fn camera_point(app: &mut App, world: Vec3) -> Vec2 {
     let mut query = app
         .world_mut()
