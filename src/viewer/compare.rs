@@ -11,8 +11,8 @@
 //! The hands act on both runs ([`super::hands`]), the inspector shows both,
 //! and the history scrubs both ([`Compare::follow`]).
 
-use super::sim::{History, SceneRoot, interpolated_pose, rigid};
-use super::worker::StepsOfB;
+use super::sim::{History, SceneRoot, StepOutcome, interpolated_pose, rigid};
+use super::worker::{StepsOfB, step_to};
 use crate::cli::{Overrides, apply_overrides, divergence};
 use crate::params::Params;
 use crate::scene::comparison::{CompareView, Comparison, is_comparison_file, load_comparison};
@@ -163,8 +163,20 @@ impl Compare {
             }
             None => self.b.state.q.clone(),
         };
+        self.book(&steps.outcomes, before, a, paused);
+    }
+
+    /// Books B's steps to A's time, taken from configuration `before`: its
+    /// plot samples, checkpoint and divergence, or its stop.
+    fn book(
+        &mut self,
+        outcomes: &[StepOutcome],
+        before: DVector<f64>,
+        a: &Simulation,
+        paused: bool,
+    ) {
         let mut failed = false;
-        for outcome in &steps.outcomes {
+        for outcome in outcomes {
             match outcome.result() {
                 Ok((status, sample)) if status.advances() => {
                     self.history.record(*sample);
@@ -208,13 +220,9 @@ impl Compare {
         if !self.steps_with_a() {
             return;
         }
-        let steps = super::worker::steps_of_b(
-            self.b.clone(),
-            a.state.t,
-            self.generation,
-            std::sync::Arc::default(),
-        );
-        self.install(steps, a, true);
+        let before = self.b.state.q.clone();
+        let outcomes = step_to(&mut self.b, a.state.t, &std::sync::Arc::default());
+        self.book(&outcomes, before, a, true);
     }
 
     /// After A was scrubbed to a checkpoint of its timeline (or a state was

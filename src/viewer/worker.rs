@@ -68,11 +68,22 @@ pub struct StepsOfB {
     pub generation: u64,
 }
 
-/// Steps `b` (a comparison's run B of `generation`) up to time `t`, each
-/// run at its step nearest it (a tie steps on), so that a B of another step
-/// size keeps A's time; the first step that does not advance ends them.
-/// Under `watch`: a Cancel stops them as it stops A's.
+/// Steps `b` (a comparison's run B of `generation`) up to time `t` under
+/// `watch` ([`step_to`]), on whichever thread.
 pub fn steps_of_b(mut b: Simulation, t: f64, generation: u64, watch: Arc<Watch>) -> StepsOfB {
+    let outcomes = step_to(&mut b, t, &watch);
+    StepsOfB {
+        simulation: Some(b),
+        outcomes,
+        generation,
+    }
+}
+
+/// Steps `b` up to time `t`, each run at its step nearest it (a tie steps
+/// on), so that a B of another step size keeps A's time; the first step
+/// that does not advance ends them. Under `watch`: a Cancel stops them as
+/// it stops A's. Returns what each step gave.
+pub fn step_to(b: &mut Simulation, t: f64, watch: &Arc<Watch>) -> Vec<StepOutcome> {
     // An h that is not a number is taken, for the step to refuse it with
     // its message.
     let behind = |b: &Simulation| {
@@ -80,20 +91,16 @@ pub fn steps_of_b(mut b: Simulation, t: f64, generation: u64, watch: Arc<Watch>)
         halfway <= t || halfway.is_nan()
     };
     let mut outcomes = Vec::new();
-    while behind(&b) {
+    while behind(b) {
         let before = b.state.t;
-        let outcome = budget::watching(watch.clone(), || take_step(&mut b));
+        let outcome = budget::watching(watch.clone(), || take_step(b));
         let on = outcome.advanced() && b.state.t > before;
         outcomes.push(outcome);
         if !on {
             break;
         }
     }
-    StepsOfB {
-        simulation: Some(b),
-        outcomes,
-        generation,
-    }
+    outcomes
 }
 
 /// The state a step started from, to tell whether it is still shown.
