@@ -40,11 +40,16 @@ pub trait LcpMatrix {
     /// max |Mᵢⱼ| or an upper bound within a small factor of it: the scale of
     /// rounding noise in products with M.
     fn magnitude(&self) -> f64;
-    /// out += Mᵀ x for x given by its nonzeros (the rows of B⁻¹ that
-    /// Lemke's lexicographic test asks for). The default reads entries.
-    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+    /// outⱼ += (Mᵀ x)ⱼ for x given by its nonzeros (the rows of B⁻¹ that
+    /// Lemke's lexicographic test asks for), at every j with `wanted[j]`:
+    /// the caller reads only those (the basic z's), and the others may or
+    /// may not be updated. The default reads entries.
+    fn add_transpose_product(&self, x: &[(usize, f64)], wanted: &[bool], out: &mut [f64]) {
         for &(i, value) in x {
             for (j, o) in out.iter_mut().enumerate() {
+                if !wanted[j] {
+                    continue;
+                }
                 let m = self.entry(i, j);
                 if m != 0.0 {
                     *o += value * m;
@@ -104,9 +109,14 @@ impl LcpMatrix for DMatrix<f64> {
         }
     }
 
-    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
+    fn add_transpose_product(&self, x: &[(usize, f64)], wanted: &[bool], out: &mut [f64]) {
         for &(i, value) in x {
-            for (o, m) in out.iter_mut().zip(self.row(i).iter()) {
+            for ((o, m), _) in out
+                .iter_mut()
+                .zip(self.row(i).iter())
+                .zip(wanted)
+                .filter(|(_, w)| **w)
+            {
                 *o += value * m;
             }
         }

@@ -179,6 +179,14 @@ impl ProductForm {
         let m = self.c_rows.len();
         let mut outs = Vec::with_capacity(us.len());
         let mut stacked = Vec::with_capacity(m * us.len());
+        // Only the basic z's columns of A_wCᵀ ũ are read below.
+        let mut wanted = vec![false; n];
+        for &var in &self.c_vars {
+            if (n..2 * n).contains(&var) {
+                wanted[var - n] = true;
+            }
+        }
+        let mut transposed = vec![0.0; n];
         for u in us {
             let mut out = vec![0.0; n];
             // ũ on the covered rows: the identity part, and the rows A_wC it
@@ -191,9 +199,11 @@ impl ProductForm {
                 }
             }
             // g = A_wCᵀ ũ: A's z columns are −M's, z₀'s is −d.
-            let mut transposed = vec![0.0; n];
+            transposed.fill(0.0);
             if !covered.is_empty() {
-                columns.m.add_transpose_product(&covered, &mut transposed);
+                columns
+                    .m
+                    .add_transpose_product(&covered, &wanted, &mut transposed);
             }
             let d_dot: f64 = if columns.covering.is_empty() {
                 0.0

@@ -370,11 +370,15 @@ impl ContactLcp<'_> {
     /// or the identity): the structure and the regularization on their
     /// rows, the impulse J x on the blocks it touches, W per block, then Jᵀ
     /// on the contacts touching those blocks.
+    ///
+    /// `wanted`: the entries of `out` the caller reads; the products of J
+    /// for the others are not computed (those entries may or may not be
+    /// updated).
     pub(super) fn add_product_scaled(
         &self,
         x: &[(usize, f64)],
         scale: Option<&[f64]>,
-        transpose: bool,
+        (transpose, wanted): (bool, Option<&[bool]>),
         out: &mut [f64],
     ) {
         let s = |i: usize| scale.map_or(1.0, |s| s[i]);
@@ -447,6 +451,9 @@ impl ContactLcp<'_> {
             for &(a, offset) in &block.contacts {
                 let c = self.jacobians[a];
                 for r in 0..=c.friction_count() {
+                    if wanted.is_some_and(|w| !w[self.column(a, r)]) {
+                        continue;
+                    }
                     let row = &c.row(r)[offset..offset + block.len];
                     let dot: f64 = row.iter().zip(u.iter()).map(|(x, y)| x * y).sum();
                     let column = self.column(a, r);
@@ -483,12 +490,17 @@ impl ContactLcp<'_> {
 
     /// out += S (M x) or S (Mᵀ x) for x unscaled (S = `scale`, or the
     /// identity).
-    pub(super) fn add_scaled(&self, x: &[(usize, f64)], transpose: bool, out: &mut [f64]) {
+    pub(super) fn add_scaled(
+        &self,
+        x: &[(usize, f64)],
+        (transpose, wanted): (bool, Option<&[bool]>),
+        out: &mut [f64],
+    ) {
         match self.scale.as_deref() {
-            None => self.add_product_scaled(x, None, transpose, out),
+            None => self.add_product_scaled(x, None, (transpose, wanted), out),
             Some(s) => {
                 let scaled: Vec<(usize, f64)> = x.iter().map(|&(j, v)| (j, v * s[j])).collect();
-                self.add_product_scaled(&scaled, Some(s), transpose, out);
+                self.add_product_scaled(&scaled, Some(s), (transpose, wanted), out);
             }
         }
     }
@@ -509,15 +521,15 @@ impl LcpMatrix for ContactLcp<'_> {
     fn add_column(&self, j: usize, alpha: f64, out: &mut [f64]) {
         let scale = self.scale.as_deref();
         let alpha = alpha * scale.map_or(1.0, |s| s[j]);
-        self.add_product_scaled(&[(j, alpha)], scale, false, out);
+        self.add_product_scaled(&[(j, alpha)], scale, (false, None), out);
     }
 
     fn add_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        self.add_scaled(x, false, out);
+        self.add_scaled(x, (false, None), out);
     }
 
-    fn add_transpose_product(&self, x: &[(usize, f64)], out: &mut [f64]) {
-        self.add_scaled(x, true, out);
+    fn add_transpose_product(&self, x: &[(usize, f64)], wanted: &[bool], out: &mut [f64]) {
+        self.add_scaled(x, (true, Some(wanted)), out);
     }
 
     fn factor_block(
