@@ -77,7 +77,13 @@ fn spawn_drawing(
             Visibility::default(),
         ))
         .id();
-    let ghost_material = materials.add(LabMaterial::unlit(GHOST).translucent(GHOST_ALPHA));
+    // Run B's parts' material, made only when there is a run B.
+    let ghost = compare.as_ref().map(|c| {
+        (
+            c,
+            materials.add(LabMaterial::unlit(GHOST).translucent(GHOST_ALPHA)),
+        )
+    });
     for (i, part) in sim.scene.drawing.iter().enumerate() {
         let [r, g, b] = part
             .color
@@ -113,7 +119,7 @@ fn spawn_drawing(
             ));
         }
         // Run B's part, a little in front of A's.
-        if let Some(compare) = &compare {
+        if let Some((compare, ghost_material)) = &ghost {
             let ghost = commands
                 .spawn((
                     Name::new(format!("B: {}", part.name)),

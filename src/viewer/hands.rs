@@ -11,10 +11,11 @@
 //! the wiring from pointer events to it. In a comparison the hands act on
 //! both runs alike: a throw adds the same body to B ([`Compare::throw`]),
 //! B's steps take A's spring ([`super::worker::StepJob::start`]), and in the
-//! split view B's pane picks B's bodies (its ghosts) as A's pane picks A's. [`HandsPlugin`] needs only Bevy's
-//! picking plugins, so it runs headless (`tests/viewer.rs` drives it with
-//! synthetic pointer events); [`HandsDrawPlugin`] draws the highlight and the
-//! spring.
+//! split view B's pane picks B's bodies (its ghosts) as A's pane picks A's.
+//!
+//! [`HandsPlugin`] needs only Bevy's picking plugins, so it runs headless
+//! (`tests/viewer/pointer.rs` drives it with synthetic pointer events);
+//! [`HandsDrawPlugin`] draws the highlight and the spring.
 
 use super::camera::{MainCamera, ViewRig};
 use super::compare::{Compare, GhostBody};

@@ -284,10 +284,16 @@ fn send(app: &mut App, position: Vec2, action: PointerAction) {
     ));
 }
 
-fn click(app: &mut App, position: Vec2) {
+/// The pointer moved to `position` and the primary button pressed there,
+/// then one frame.
+fn press_at(app: &mut App, position: Vec2) {
     send(app, position, PointerAction::Move { delta: Vec2::ZERO });
     send(app, position, PointerAction::Press(PointerButton::Primary));
     app.update();
+}
+
+fn click(app: &mut App, position: Vec2) {
+    press_at(app, position);
     send(
         app,
         position,
@@ -348,13 +354,7 @@ fn a_drag_pulls_a_box_on_ice_with_k_d_over_m_and_releasing_lets_go() {
             .resource_mut::<ButtonInput<KeyCode>>()
             .press(KeyCode::ControlLeft);
         let start = on_screen(&mut app, body);
-        send(&mut app, start, PointerAction::Move { delta: Vec2::ZERO });
-        send(
-            &mut app,
-            start,
-            PointerAction::Press(PointerButton::Primary),
-        );
-        app.update();
+        press_at(&mut app, start);
         assert!(
             app.world().resource::<Grab>().0.is_some(),
             "Ctrl + press on a body grabs it"
@@ -422,13 +422,7 @@ fn the_perturb_tool_drags_without_ctrl_and_a_linear_system_refuses() {
     ticks(&mut app, 2);
     app.world_mut().resource_mut::<Hands>().tool = Tool::Perturb;
     let start = on_screen(&mut app, 1);
-    send(&mut app, start, PointerAction::Move { delta: Vec2::ZERO });
-    send(
-        &mut app,
-        start,
-        PointerAction::Press(PointerButton::Primary),
-    );
-    app.update();
+    press_at(&mut app, start);
     assert!(sim(&app).perturbation().is_some());
 
     // The woodpecker: its parts can be selected, not perturbed.
@@ -453,9 +447,7 @@ fn the_perturb_tool_drags_without_ctrl_and_a_linear_system_refuses() {
         .expect("bird");
     let point = s.scene.drawing[bird].to_world(&s.state.q, [0.015, 0.02]);
     let head = camera_point(&mut app, Vec3::new(point[0] as f32, point[1] as f32, 0.0));
-    send(&mut app, head, PointerAction::Move { delta: Vec2::ZERO });
-    send(&mut app, head, PointerAction::Press(PointerButton::Primary));
-    app.update();
+    press_at(&mut app, head);
     assert!(sim(&app).perturbation().is_none());
     assert!(
         app.world()
