@@ -8,7 +8,9 @@
 //! factor, NSGS sweeps per step, the contact unknowns per step and the split
 //! between geometry and the contact solve; then the growth exponent of the
 //! time per step against N (least squares on log–log). Criterion then times
-//! single steps of each silo where its run ended.
+//! single steps of each silo where its run ended, and one search for its
+//! contacts there (`contacts_N`: the broad phase, the narrow phase and the
+//! contacts' Jacobians at the static margin, one thread).
 //!
 //! The runs are deterministic, but this 2-core virtual machine is not: the
 //! time of one run of the 1,000-grain silo moves by a third between runs
@@ -23,9 +25,11 @@
 mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
+use contactlab::collision::{ContactSet, Search, find_contacts};
 use contactlab::scene::granular;
 use contactlab::sim::Simulation;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
 fn sizes() -> Vec<usize> {
     env_sizes("CONTACTLAB_GRANULAR_SIZES", &[500, 1000, 2000, 5000])
@@ -105,6 +109,39 @@ fn print_row(n: usize, dt: f64, runs: &[Run]) {
     );
 }
 
+/// One search for the contacts of `sim` where it stands, as a step's
+/// search at q^M makes it (the static margin, the circular cone's
+/// directions), on one thread, into a kept set.
+fn bench_contacts(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+    let margin = sim.step_settings().static_margin(sim.model());
+    let edges = sim.params.friction_edges();
+    let mut set = ContactSet::default();
+    find_contacts(
+        sim.model(),
+        &sim.state.q,
+        edges,
+        margin,
+        &mut set,
+        Search::on(1),
+        &mut Vec::new(),
+    );
+    eprintln!("{name}: {} contacts at t = {:.2} s", set.len(), sim.state.t);
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            find_contacts(
+                sim.model(),
+                &sim.state.q,
+                edges,
+                margin,
+                &mut set,
+                Search::on(1),
+                &mut Vec::new(),
+            );
+            set.len()
+        })
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let (seconds, runs) = (seconds(), runs());
     eprintln!(
@@ -137,6 +174,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     for (n, sim) in ended {
         bench_step(&mut group, &format!("silo_{n}"), &sim);
+        bench_contacts(&mut group, &format!("contacts_{n}"), &sim);
     }
     group.finish();
 }

@@ -58,6 +58,18 @@ pub struct SweepSpace {
     /// The second thread's pairs, and the two halves merged.
     pairs_b: Vec<(usize, usize)>,
     merged: Vec<(usize, usize)>,
+    /// Each thread's work space for sorting its pairs ([`PairSort`]).
+    sort: PairSort,
+    sort_b: PairSort,
+}
+
+/// The work space of [`sort_pairs`]: the buckets' starts and fill, and the
+/// sorted pairs (then the list they replaced).
+#[derive(Debug, Clone, Default)]
+struct PairSort {
+    starts: Vec<usize>,
+    next: Vec<usize>,
+    sorted: Vec<(usize, usize)>,
 }
 
 /// The broad phase on world-aligned boxes (centre, half extents, m): the
@@ -169,75 +181,79 @@ pub fn candidate_pairs_into(
         is_large,
         pairs_b,
         merged,
+        sort,
+        sort_b,
         ..
     } = space;
     let (cells, rows, large, is_large) = (&*cells, &*rows, &*large, &*is_large);
     // The rows `rows[part]` against themselves and their neighbours ahead,
     // and, with `large_too`, the large boxes against every body, into
     // `pairs`, sorted.
-    let sweep_rows =
-        |part: std::ops::Range<usize>, large_too: bool, pairs: &mut Vec<(usize, usize)>| {
-            // Cell k's box against the boxes of cells `ahead` (sorted by their
-            // lower ends) that start before it ends.
-            let mut meet = |k: usize, ahead: std::ops::Range<usize>| {
-                let (c, h) = boxes[cells[k].3];
-                let lows = cells[ahead].iter().map(|&(_, _, lo, b)| (lo, b));
-                meet_ahead(cells[k].3, c[axis] + h[axis] + pad, lows, &apart, pairs);
-            };
-            for &(r, s, start, end) in &rows[part] {
-                // Within the row.
-                for a in start..end {
-                    meet(a, a + 1..end);
-                }
-                // With the neighbours ahead: each pair of neighbouring rows once.
-                for (dr, ds) in [(0, 1), (1, -1), (1, 0), (1, 1)] {
-                    let key = (r + dr, s + ds);
-                    let Ok(at) = rows.binary_search_by(|row| (row.0, row.1).cmp(&key)) else {
-                        continue;
-                    };
-                    let (_, _, other, other_end) = rows[at];
-                    // Two lists sorted by their lower ends: whichever starts
-                    // first meets the other's boxes that start before it ends.
-                    let (mut a, mut b) = (start, other);
-                    while a < end && b < other_end {
-                        if cells[a].2 <= cells[b].2 {
-                            meet(a, b..other_end);
-                            a += 1;
-                        } else {
-                            meet(b, a..end);
-                            b += 1;
-                        }
-                    }
-                }
-            }
-            if large_too {
-                for &i in large {
-                    for (j, &j_large) in is_large.iter().enumerate() {
-                        // Large with large once, at the first of the two.
-                        if j == i || (j_large && j < i) {
-                            continue;
-                        }
-                        if !apart(i, j) {
-                            pairs.push((i.min(j), i.max(j)));
-                        }
-                    }
-                }
-            }
-            pairs.sort_unstable();
+    let sweep_rows = |part: std::ops::Range<usize>,
+                      large_too: bool,
+                      pairs: &mut Vec<(usize, usize)>,
+                      sort: &mut PairSort| {
+        // Cell k's box against the boxes of cells `ahead` (sorted by their
+        // lower ends) that start before it ends.
+        let mut meet = |k: usize, ahead: std::ops::Range<usize>| {
+            let (c, h) = boxes[cells[k].3];
+            let lows = cells[ahead].iter().map(|&(_, _, lo, b)| (lo, b));
+            meet_ahead(cells[k].3, c[axis] + h[axis] + pad, lows, &apart, pairs);
         };
+        for &(r, s, start, end) in &rows[part] {
+            // Within the row.
+            for a in start..end {
+                meet(a, a + 1..end);
+            }
+            // With the neighbours ahead: each pair of neighbouring rows once.
+            for (dr, ds) in [(0, 1), (1, -1), (1, 0), (1, 1)] {
+                let key = (r + dr, s + ds);
+                let Ok(at) = rows.binary_search_by(|row| (row.0, row.1).cmp(&key)) else {
+                    continue;
+                };
+                let (_, _, other, other_end) = rows[at];
+                // Two lists sorted by their lower ends: whichever starts
+                // first meets the other's boxes that start before it ends.
+                let (mut a, mut b) = (start, other);
+                while a < end && b < other_end {
+                    if cells[a].2 <= cells[b].2 {
+                        meet(a, b..other_end);
+                        a += 1;
+                    } else {
+                        meet(b, a..end);
+                        b += 1;
+                    }
+                }
+            }
+        }
+        if large_too {
+            for &i in large {
+                for (j, &j_large) in is_large.iter().enumerate() {
+                    // Large with large once, at the first of the two.
+                    if j == i || (j_large && j < i) {
+                        continue;
+                    }
+                    if !apart(i, j) {
+                        pairs.push((i.min(j), i.max(j)));
+                    }
+                }
+            }
+        }
+        sort_pairs(pairs, n, sort);
+    };
     // Two threads sweep half the rows each (the second also the large
     // boxes) and sort their pairs; the two sorted lists merge into the
     // same list as one thread's.
     match parallel(threads, n, PARALLEL_BODIES) {
-        None => sweep_rows(0..rows.len(), true, pairs),
+        None => sweep_rows(0..rows.len(), true, pairs, sort),
         Some(helper) => {
             let half = rows.len() / 2;
             pairs_b.clear();
             both(
                 Some(helper),
                 true,
-                || sweep_rows(0..half, false, pairs),
-                || sweep_rows(half..rows.len(), true, pairs_b),
+                || sweep_rows(0..half, false, pairs, sort),
+                || sweep_rows(half..rows.len(), true, pairs_b, sort_b),
             );
             merged.clear();
             merged.reserve(pairs.len() + pairs_b.len());
@@ -256,6 +272,46 @@ pub fn candidate_pairs_into(
             std::mem::swap(pairs, merged);
         }
     }
+}
+
+/// Sorts `pairs` (i, j), i < j, of `n` bodies, each pair once: counted
+/// into buckets by i, then each bucket (a body's few neighbours ahead) by
+/// j. The same order as a comparison sort, in time linear in the pairs and
+/// bodies: the sweep's pairs come out row by row, and sorting them by
+/// comparison was a tenth of a granular search.
+fn sort_pairs(pairs: &mut Vec<(usize, usize)>, n: usize, space: &mut PairSort) {
+    if pairs.len() < 64 {
+        pairs.sort_unstable();
+        return;
+    }
+    let PairSort {
+        starts,
+        next,
+        sorted,
+    } = space;
+    starts.clear();
+    starts.resize(n + 1, 0);
+    for &(i, _) in pairs.iter() {
+        starts[i + 1] += 1;
+    }
+    for i in 0..n {
+        starts[i + 1] += starts[i];
+    }
+    next.clear();
+    next.extend_from_slice(starts);
+    sorted.clear();
+    sorted.resize(pairs.len(), (0, 0));
+    for &(i, j) in pairs.iter() {
+        sorted[next[i]] = (i, j);
+        next[i] += 1;
+    }
+    for i in 0..n {
+        let bucket = &mut sorted[starts[i]..starts[i + 1]];
+        if bucket.len() > 1 {
+            bucket.sort_unstable_by_key(|&(_, j)| j);
+        }
+    }
+    std::mem::swap(pairs, sorted);
 }
 
 /// The axes a broad phase compares: two in the plane, three in space.
@@ -500,4 +556,39 @@ pub(super) fn body_pairs(
         threads,
     );
     broad.last.record(&broad.boxes, pad, &broad.pairs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PairSort, sort_pairs};
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    /// The counted sort orders the pairs as a comparison sort does, above
+    /// and below its threshold, with bodies of no pair between them.
+    #[test]
+    fn the_counted_sort_of_pairs_is_the_comparison_sort() {
+        let mut rng = StdRng::seed_from_u64(5);
+        // One work space for every case, as the broad phase keeps it.
+        let mut space = PairSort::default();
+        for case in 0..50 {
+            let n = rng.random_range(2..400);
+            let count = rng.random_range(0..2_000);
+            let mut pairs: Vec<(usize, usize)> = (0..count)
+                .map(|_| {
+                    let i = rng.random_range(0..n - 1);
+                    (i, rng.random_range(i + 1..n))
+                })
+                .collect();
+            pairs.sort_unstable();
+            pairs.dedup();
+            let expected = pairs.clone();
+            // The sweep's order: row by row, not by body.
+            let mut shuffled = pairs;
+            for k in (1..shuffled.len()).rev() {
+                shuffled.swap(k, rng.random_range(0..=k));
+            }
+            sort_pairs(&mut shuffled, n, &mut space);
+            assert_eq!(shuffled, expected, "case {case}");
+        }
+    }
 }

@@ -300,8 +300,9 @@ fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
             0.0
         }
     });
+    // The lift reads the normal rows alone.
     step.geometry
-        .contacts(&state.q, sc.reaches.margin(), &mut sc.start);
+        .normal_contacts(&state.q, sc.reaches.margin(), &mut sc.start);
     let v = &state.v;
     sc.guard.lift(
         sc.start.as_slice(),

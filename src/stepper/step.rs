@@ -126,6 +126,19 @@ impl Geometry<'_> {
         self.contacts_reusing(q, margin, out, None, &mut Vec::new());
     }
 
+    /// [`Self::contacts`] with each contact's normal row alone (no
+    /// friction directions in space), for what reads only the normals.
+    pub fn normal_contacts<'m>(
+        &mut self,
+        q: &DVector<f64>,
+        margin: impl Into<Margin<'m>>,
+        out: &mut ContactSet,
+    ) {
+        let edges = std::mem::replace(&mut self.edges, 0);
+        self.contacts(q, margin, out);
+        self.edges = edges;
+    }
+
     /// The identities and gaps of [`Self::contacts`], without Jacobians,
     /// into `out`.
     pub fn gaps<'m>(
