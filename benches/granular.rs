@@ -116,30 +116,20 @@ fn bench_contacts(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Si
     let margin = sim.step_settings().static_margin(sim.model());
     let edges = sim.params.friction_edges();
     let mut set = ContactSet::default();
-    find_contacts(
-        sim.model(),
-        &sim.state.q,
-        edges,
-        margin,
-        &mut set,
-        Search::on(1),
-        &mut Vec::new(),
-    );
-    eprintln!("{name}: {} contacts at t = {:.2} s", set.len(), sim.state.t);
-    group.bench_function(name, |b| {
-        b.iter(|| {
-            find_contacts(
-                sim.model(),
-                &sim.state.q,
-                edges,
-                margin,
-                &mut set,
-                Search::on(1),
-                &mut Vec::new(),
-            );
-            set.len()
-        })
-    });
+    let mut search = || {
+        find_contacts(
+            sim.model(),
+            &sim.state.q,
+            edges,
+            margin,
+            &mut set,
+            Search::on(1),
+            &mut Vec::new(),
+        );
+        set.len()
+    };
+    eprintln!("{name}: {} contacts at t = {:.2} s", search(), sim.state.t);
+    group.bench_function(name, |b| b.iter(&mut search));
 }
 
 fn bench(c: &mut Criterion) {
