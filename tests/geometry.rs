@@ -153,8 +153,7 @@ fn two_spheres_gap_and_normal_along_centre_line() {
 /// point is parry's own ball–ball contact (`parry3d_f64::query::contact`,
 /// `parry2d_f64` in the plane) up to rounding, it is kept exactly when
 /// parry's is within the margin, and it carries the feature of parry's
-/// ball–ball manifold (face 0 on both). The narrow phase's path from the
-/// centres alone (`pair::balls`) gives the same point to rounding.
+/// ball–ball manifold (face 0 on both).
 #[test]
 fn two_balls_without_the_dispatcher_are_parrys_contact() {
     use parry2d_f64 as p2;
@@ -171,22 +170,6 @@ fn two_balls_without_the_dispatcher_are_parrys_contact() {
         let code = packed & 0x3fff_ffff;
         ((packed >> 30) << 14) | ((code ^ (code >> 14) ^ (code >> 28)) & 0x3fff)
     };
-    // The point from the centres alone: the same as `ours` to rounding.
-    let from_centres = |xa: Vector3<f64>, ra: f64, xb: Vector3<f64>, rb: f64, margin: f64| {
-        let mut out = Vec::new();
-        assert!(pair::balls(&xa, ra, &xb, rb, margin, &mut out));
-        out
-    };
-    let same = |centres: &[PairContact], ours: &[PairContact]| {
-        assert_eq!(centres.len(), ours.len(), "{centres:?} against {ours:?}");
-        for (c, o) in centres.iter().zip(ours) {
-            assert_close(c.gap, o.gap, 1e-12, "gap from the centres");
-            assert_vec_close(&c.normal, &o.normal, 1e-12, "normal from the centres");
-            assert_vec_close(&c.point_a, &o.point_a, 1e-12, "point_a from the centres");
-            assert_vec_close(&c.point_b, &o.point_b, 1e-12, "point_b from the centres");
-            assert_eq!(c.feature, o.feature, "feature from the centres");
-        }
-    };
     let (mut kept, mut dropped) = (0, 0);
     for _ in 0..2_000 {
         let (ra, rb) = (0.05 + 0.95 * next(), 0.05 + 0.95 * next());
@@ -198,10 +181,6 @@ fn two_balls_without_the_dispatcher_are_parrys_contact() {
         // In space.
         let (a, b) = (iso3(ta, wa), iso3(tb, wb));
         let ours = contacts_3d(&sphere(ra), &a, &sphere(rb), &b, margin);
-        same(
-            &from_centres(Vector3::from(ta), ra, Vector3::from(tb), rb, margin),
-            &ours,
-        );
         let pose = |iso: &Isometry3<f64>| {
             let (t, q) = (iso.translation.vector, iso.rotation.coords);
             p3::math::Pose::from_parts(
@@ -236,8 +215,6 @@ fn two_balls_without_the_dispatcher_are_parrys_contact() {
         // In the plane.
         let (a, b) = (iso2(ta[0], ta[1], wa[2]), iso2(tb[0], tb[1], wb[2]));
         let ours = contacts_2d(&sphere(ra), &a, &sphere(rb), &b, margin);
-        let planar = |t: [f64; 3]| Vector3::new(t[0], t[1], 0.0);
-        same(&from_centres(planar(ta), ra, planar(tb), rb, margin), &ours);
         let pose = |iso: &Isometry2<f64>| {
             let t = iso.translation.vector;
             p2::math::Pose::from_parts(

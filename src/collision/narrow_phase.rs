@@ -299,13 +299,6 @@ fn pair_contacts(
     out.clear();
     let (a, b) = (&system.bodies[i], &system.bodies[j]);
     let (xa, xb) = (system.position(q, i), system.position(q, j));
-    // Two balls are not kept: their point from the centres is a few dozen
-    // operations.
-    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (a.shape, b.shape)
-        && pair::balls(&xa, ra, &xb, rb, margin, out)
-    {
-        return;
-    }
     let reach = a.shape.bounding_radius() + b.shape.bounding_radius() + margin;
     if (xa - xb).norm() > reach {
         return;
@@ -341,6 +334,8 @@ fn pair_contacts(
         }
         _ => {}
     }
+    // Two balls are not kept: their own short path (`pair::balls_3d`)
+    // is a few dozen operations.
     let balls = matches!(
         (a.shape, b.shape),
         (Shape::Sphere { .. }, Shape::Sphere { .. })

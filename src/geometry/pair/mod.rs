@@ -12,8 +12,7 @@
 //! this module adds the ends of the cores' overlap when they lie side by
 //! side (`capsule_pair_3d`). Two balls skip the dispatcher: their one point
 //! is computed as parry's ball–ball manifold computes it (`balls_3d`,
-//! `balls_2d`), and the narrow phase takes it from the centres alone
-//! ([`balls`]: the grains of the granular scenes). Each call starts from an
+//! `balls_2d`; the grains of the granular scenes). Each call starts from an
 //! empty manifold, so the result depends only on the two shapes and their
 //! poses (no contact cache is carried between calls).
 //!
@@ -103,43 +102,6 @@ fn ball_raw(point_a: Vector3<f64>, point_b: Vector3<f64>, normal: Vector3<f64>, 
         fid2: face,
         extra: false,
     }
-}
-
-/// Two balls of radii `ra` and `rb` centred at `xa` and `xb` (world frame;
-/// z = 0 in the plane): the one point of parry's ball–ball manifold
-/// (`balls_3d`, `balls_2d`), computed from the centres alone: the normal
-/// (xa − xb)/|xa − xb|, the gap |xa − xb| − ra − rb, each point on its
-/// ball's surface along the normal, both features face 0, kept under the
-/// same tests. Without the poses' rotations, the relative pose and parry's
-/// types, this is the narrow phase of the granular scenes' grain pairs at a
-/// fraction of the cost; it agrees with the manifold to rounding
-/// (`tests/geometry`). Returns false, with nothing added, where it does not
-/// apply: centres that coincide (parry then picks a normal in A's frame) or
-/// are not finite.
-pub fn balls(
-    xa: &Vector3<f64>,
-    ra: f64,
-    xb: &Vector3<f64>,
-    rb: f64,
-    margin: f64,
-    out: &mut Vec<PairContact>,
-) -> bool {
-    let d = xa - xb;
-    let distance = d.norm();
-    if !(distance > 0.0 && distance.is_finite()) {
-        return false;
-    }
-    let gap = distance - ra - rb;
-    // Parry keeps the point below the prediction distance max(margin, 0).
-    if gap < margin.max(0.0) {
-        let normal = d / distance;
-        ball_finish(
-            ball_raw(xa - normal * ra, xb + normal * rb, normal, gap),
-            margin,
-            out,
-        );
-    }
-    true
 }
 
 /// One contact point from parry, already in the world frame, before filtering.
