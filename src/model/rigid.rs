@@ -548,7 +548,6 @@ impl RigidSystem {
     }
 
     /// Position of body i's centre of mass, m.
-    #[inline]
     pub fn position(&self, q: &DVector<f64>, i: usize) -> Vector3<f64> {
         let o = i * position_size(self.dimension);
         match self.dimension {
