@@ -21,6 +21,15 @@
 //! `CONTACTLAB_GRANULAR_SIZES=500,1000` picks the sizes (default 500, 1000,
 //! 2000, 5000); `CONTACTLAB_GRANULAR_THREADS=1` runs the steps on one
 //! thread (default 2, `StepSettings::threads`; the results are the same).
+//!
+//! Then a heap in a box at the lab's solver defaults (NSGS's tolerance and
+//! sweep limit as a scene that sets neither gets them):
+//! `CONTACTLAB_GRANULAR_HEAP` grains (default 1,500) from
+//! `contactlab::scene::granular::heap`, `CONTACTLAB_GRANULAR_HEAP_SECONDS`
+//! from the release (default 1 s: the drop and the heap forming), the same
+//! number of runs. Its row adds the steps that stopped at the sweep limit,
+//! their largest residual and the deepest overlap of the run as a share of
+//! the mean grain radius.
 
 mod common;
 
@@ -109,6 +118,90 @@ fn print_row(n: usize, dt: f64, runs: &[Run]) {
     );
 }
 
+fn heap_size() -> usize {
+    env_or("CONTACTLAB_GRANULAR_HEAP", |&n: &usize| n > 0, 1500)
+}
+
+fn heap_seconds() -> f64 {
+    env_or("CONTACTLAB_GRANULAR_HEAP_SECONDS", |&s: &f64| s > 0.0, 1.0)
+}
+
+/// One run of the heap: its cost, sweeps, the largest residual of a step
+/// that stopped at the sweep limit (0 if none did) and the deepest end gap.
+struct HeapRun {
+    run: Run,
+    dt: f64,
+    residual: f64,
+    min_gap: f64,
+}
+
+fn heap_run(n: usize, seconds: f64) -> HeapRun {
+    let scene = granular::heap(n).expect("generated heaps load");
+    let mut sim = Simulation::new(scene);
+    sim.step_settings_mut().threads = threads();
+    let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
+    let mut heap = HeapRun {
+        run: Run {
+            split: Split::default(),
+            sweeps: 0,
+            max_sweeps: 0,
+        },
+        dt: sim.params.dt,
+        residual: 0.0,
+        min_gap: f64::INFINITY,
+    };
+    for _ in 0..steps {
+        match sim.step() {
+            Ok(r) => {
+                heap.run.split.add(r);
+                heap.run.sweeps += r.sweeps;
+                heap.run.max_sweeps = heap.run.max_sweeps.max(r.sweeps);
+                if r.status != contactlab::lcp::LcpStatus::Solved {
+                    heap.residual = heap.residual.max(r.residual);
+                }
+                heap.min_gap = heap.min_gap.min(r.min_gap);
+            }
+            Err(e) => panic!("heap {n}: {e}"),
+        }
+    }
+    heap
+}
+
+/// The heap's row: its median run, as [`print_row`], with the steps at the
+/// sweep limit, their largest residual and the deepest overlap in % of the
+/// mean grain radius.
+fn heap_rows(runs: usize) {
+    let (n, seconds) = (heap_size(), heap_seconds());
+    eprintln!(
+        "a heap of {n} grains dropped into a box, {seconds} s simulated, moreau-jean, nsgs at the solver defaults, {} thread(s); median of {runs} runs",
+        threads()
+    );
+    eprintln!(
+        "| N | ms/step | real-time factor | sweeps/step | steps at the sweep limit | largest residual there | deepest overlap, % of r | runs, ms/step |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|---|");
+    let mut all: Vec<HeapRun> = (0..runs).map(|_| heap_run(n, seconds)).collect();
+    all.sort_by(|a, b| a.run.split.per_step().total_cmp(&b.run.split.per_step()));
+    let each: Vec<String> = all
+        .iter()
+        .map(|h| format!("{:.2}", h.run.split.per_step() * 1e3))
+        .collect();
+    let median = &all[all.len() / 2];
+    let split = &median.run.split;
+    let per_step = split.per_step();
+    eprintln!(
+        "| {n} | {:.2} | {:.3} | {:.1} (max {}) | {} | {:.2e} | {:.2} | {} |",
+        per_step * 1e3,
+        median.dt / per_step,
+        split.mean(median.run.sweeps),
+        median.run.max_sweeps,
+        split.unsolved,
+        median.residual,
+        100.0 * (-median.min_gap).max(0.0) / granular::RADIUS,
+        each.join(", "),
+    );
+}
+
 /// One search for the contacts of `sim` where it stands, as a step's
 /// search at q^M makes it (the static margin, the circular cone's
 /// directions), on one thread, into a kept set.
@@ -159,6 +252,8 @@ fn bench(c: &mut Criterion) {
         Some(p) => eprintln!("growth exponent of time per step over N: {p:.2}"),
         None => eprintln!("growth exponent: needs two sizes"),
     }
+
+    heap_rows(runs);
 
     let mut group = c.benchmark_group("granular");
     group.sample_size(10);

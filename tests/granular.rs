@@ -349,6 +349,7 @@ fn fixed_bodies_are_checked_at_their_field() {
 fn the_granular_scenes_are_their_generators_output() {
     for (file, text) in [
         ("scenes/silo.ron", granular::silo_source(1000)),
+        ("scenes/heap.ron", granular::heap_source(1000)),
         ("scenes/avalanche.ron", granular::avalanche_source(2000)),
         ("scenes/hourglass.ron", granular::hourglass_source(1008)),
     ] {

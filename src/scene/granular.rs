@@ -6,13 +6,16 @@
 //!
 //! - [`silo_source`]: a square bin with a hopper (four walls at 45°) whose
 //!   square opening pours the spheres onto a table, where they heap;
+//! - [`heap_source`]: spheres dropped into a square box of four walls on a
+//!   table, at the lab's solver defaults (a scene as a user writes it);
 //! - [`avalanche_source`]: a block of spheres released at the top of a 30°
 //!   ramp with side rails, flowing down into fixed posts, boulders and a
 //!   wall on the floor;
 //! - [`hourglass_source`]: a planar hourglass of disks.
 //!
-//! `scenes/silo.ron`, `scenes/avalanche.ron` and `scenes/hourglass.ron` are
-//! these functions' output; the granular benchmark steps silos of any size.
+//! `scenes/silo.ron`, `scenes/heap.ron`, `scenes/avalanche.ron` and
+//! `scenes/hourglass.ron` are these functions' output; the granular benchmark
+//! steps silos of any size and a heap.
 //! The radii come from a fixed hash of the body index, so the text is the
 //! same on every machine.
 
@@ -23,7 +26,7 @@ use std::path::Path;
 /// Density of the grains (glass), kg/m³.
 const DENSITY: f64 = 2500.0;
 /// Mean grain radius in space, m.
-const RADIUS: f64 = 0.02;
+pub const RADIUS: f64 = 0.02;
 /// Grid pitch of the initial packing in space, m (above the largest
 /// diameter, 1.2 · 2 · RADIUS).
 const PITCH: f64 = 0.05;
@@ -54,6 +57,27 @@ fn band(layer: usize) -> [f32; 3] {
         [0.8, 0.35, 0.35],
     ];
     BANDS[(layer / 2) % BANDS.len()]
+}
+
+/// Grains to a side of a layer of the loose grid ([`loose_grid`]).
+const GRID_SIDE: usize = 11;
+
+/// Grains 0..n in a loose grid centred on the z axis, [`GRID_SIDE`] to a
+/// side at [`PITCH`], as many layers as they need, the first 6 cm above
+/// `floor`; odd layers shift by a quarter pitch so that columns do not
+/// stack.
+fn loose_grid(out: &mut String, n: usize, floor: f64) {
+    let side = GRID_SIDE;
+    let first = -0.5 * PITCH * (side as f64 - 1.0);
+    for i in 0..n {
+        let layer = i / (side * side);
+        let (column, row) = (i % side, (i / side) % side);
+        let shift = if layer % 2 == 1 { 0.25 * PITCH } else { 0.0 };
+        let x = first + column as f64 * PITCH + shift;
+        let y = first + row as f64 * PITCH + shift;
+        let z = floor + 0.06 + PITCH * layer as f64;
+        grain(out, i, [x, y, z], layer);
+    }
 }
 
 /// Grain `i` (`grain<i + 1>`, its radius spread by `radius`, glass) of
@@ -172,8 +196,7 @@ fn square_walls(out: &mut String, prefix: &str, inner_half: f64, half_height: f6
 /// a loose grid in the bin, 11 to a side and as many layers as they need.
 pub fn silo_source(n: usize) -> String {
     let n = n.max(1);
-    let side = 11usize;
-    let layers = n.div_ceil(side * side);
+    let layers = n.div_ceil(GRID_SIDE * GRID_SIDE);
     let hopper_top = SILO_OUTLET + (SILO_HALF - SILO_OPENING);
     let bin_top = hopper_top + 0.06 + PITCH * layers as f64 + 0.1;
     let mut bodies = String::new();
@@ -236,17 +259,7 @@ pub fn silo_source(n: usize) -> String {
         0.5 * TRAY_HEIGHT,
         0.5 * TRAY_HEIGHT,
     );
-    let first = -0.5 * PITCH * (side as f64 - 1.0);
-    for i in 0..n {
-        let layer = i / (side * side);
-        let (column, row) = (i % side, (i / side) % side);
-        // Odd layers shift by a quarter pitch so that columns do not stack.
-        let shift = if layer % 2 == 1 { 0.25 * PITCH } else { 0.0 };
-        let x = first + column as f64 * PITCH + shift;
-        let y = first + row as f64 * PITCH + shift;
-        let z = hopper_top + 0.06 + PITCH * layer as f64;
-        grain(&mut bodies, i, [x, y, z], layer);
-    }
+    loose_grid(&mut bodies, n, hopper_top);
     let surfaces = "            (name: \"table\", normal: (0.0, 0.0, 1.0), extent: 1.5),\n";
     scene(
         &format!("Silo of {n}"),
@@ -266,6 +279,49 @@ pub fn silo_source(n: usize) -> String {
 /// A silo of `n` spheres, loaded as if from `silo_<n>.ron`.
 pub fn silo(n: usize) -> Result<Scene, SceneError> {
     parse(&silo_source(n), Path::new(&format!("silo_{n}.ron")))
+}
+
+/// The heap's box: inner half-width and wall height, m.
+const HEAP_HALF: f64 = 0.3;
+const HEAP_WALL: f64 = 0.3;
+
+/// The RON text of `n` spheres (at least one) dropped into a square box of
+/// four fixed walls on a table, where they heap: the grains start in the
+/// silo's loose grid ([`loose_grid`]) above the floor, and the scene keeps the lab's solver defaults (the tolerance and
+/// sweep limit of NSGS are not set), as a user would write it.
+pub fn heap_source(n: usize) -> String {
+    let n = n.max(1);
+    let mut bodies = String::new();
+    square_walls(
+        &mut bodies,
+        "box",
+        HEAP_HALF,
+        0.5 * HEAP_WALL,
+        0.5 * HEAP_WALL,
+    );
+    loose_grid(&mut bodies, n, 0.0);
+    let surfaces = "            (name: \"table\", normal: (0.0, 0.0, 1.0), extent: 1.0),\n";
+    scene(
+        &format!("Heap of {n}"),
+        &format!(
+            "{n} glass beads (radius 2 cm ± 20 %) dropped into a box of four fixed walls on a table, where they heap: Moreau–Jean with NSGS on Coulomb's circular cone at the lab's solver defaults."
+        ),
+        "dt: 0.005, duration: 2.0, mu: 0.5, stepper: r#moreau-jean, solver: nsgs",
+        &format!(
+            "(target: (0.0, 0.0, {:.2}), distance: 2.2)",
+            0.25 * PITCH * n.div_ceil(GRID_SIDE * GRID_SIDE) as f64
+        ),
+        "Spatial",
+        "(0.0, 0.0, -9.81)",
+        &bodies,
+        surfaces,
+        &format!("heap_source({n})"),
+    )
+}
+
+/// A heap of `n` spheres in a box, loaded as if from `heap_<n>.ron`.
+pub fn heap(n: usize) -> Result<Scene, SceneError> {
+    parse(&heap_source(n), Path::new(&format!("heap_{n}.ron")))
 }
 
 /// The ramp's inclination, rad (30°).

@@ -482,6 +482,7 @@ mod tests {
         assert_eq!(silo.len(), 12, "hopper, bin and tray: {silo:?}");
         assert!(silo.iter().all(|n| !n.starts_with("grain")));
         assert_eq!(containers("hourglass.ron").len(), 8);
+        assert_eq!(containers("heap.ron").len(), 4, "the box's walls");
         // The ramp, its two rails and the barrier the grains run into; the
         // posts (capsules) and boulders (balls) stay opaque.
         assert_eq!(

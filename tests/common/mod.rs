@@ -133,12 +133,13 @@ pub fn run(
 /// to thousands of unknowns take Lemke seconds a step in a debug build, and
 /// the granular scenes (1,000 grains or more, NSGS). Every other shipped
 /// scene has at most 10 bodies (`tests/scenes.rs` checks both).
-pub const LARGE_SCENES: [(&str, usize); 7] = [
+pub const LARGE_SCENES: [(&str, usize); 8] = [
     ("tower.ron", 12),
     ("pile.ron", 22),
     ("wall.ron", 41),
     ("pile_100.ron", 100),
     ("silo.ron", 1012),
+    ("heap.ron", 1004),
     ("hourglass.ron", 1016),
     ("avalanche.ron", 2011),
 ];
