@@ -786,6 +786,64 @@ fn a_fast_grain_ends_touching_a_thin_wall_neither_through_nor_short() {
     }
 }
 
+/// The guard's lift moves the bodies its contacts push as well: a grain at
+/// rest 0.1 mm from a fixed wall, struck along the line of centres by
+/// another at `speed` (10 mm behind it, no gravity), is pushed by the lift
+/// of their contact towards the wall, which it was too slow to be searched
+/// near. The lift must hold that contact too: the grain never goes deeper
+/// into the wall than the guard's depth (5 % of its radius) and, inelastic,
+/// the two end at rest against the wall, touching: within 1e-9 m and
+/// 1e-9 m/s under Lemke; under NSGS, whose sweeps stop at their relative
+/// tolerance (1e-4 of the impulses), within the touching distance
+/// (`StepSettings::touching`, 1e-6 m here) and 1e-4 of the speed.
+#[test]
+fn a_grain_pushed_by_the_guards_lift_stays_out_of_the_wall_beside_it() {
+    for solver in ["lemke", "nsgs"] {
+        for speed in [3.0, 30.0, 300.0] {
+            // The wall's near face at x = −0.01; the resting grain 0.1 mm
+            // short of it, the striking one 10 mm behind that.
+            let rest = -0.01 - 0.02 - 1e-4;
+            let text = format!(
+                r#"Scene(name: "push", params: (dt: 0.005, duration: 0.1, stepper: r#moreau-jean, solver: {solver}),
+                system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, 0.0),
+                    bodies: [(name: "rest", shape: Sphere(radius: 0.02), mass: 0.01,
+                              position: ({rest}, 0.0, 0.5)),
+                             (name: "wall", shape: Box(half_extents: (0.01, 0.5, 0.5)), mass: 1.0,
+                              position: (0.0, 0.0, 0.5), fixed: true),
+                             (name: "striker", shape: Sphere(radius: 0.02), mass: 0.01,
+                              position: ({}, 0.0, 0.5), velocity: ({speed}, 0.0, 0.0))],
+                    surfaces: [(name: "table", normal: (0.0, 0.0, 1.0))])))"#,
+                rest - 0.05
+            );
+            let scene =
+                scene::parse(&text, Path::new("push.ron")).unwrap_or_else(|e| panic!("{e}"));
+            let mut sim = Simulation::new(scene);
+            let gap = |sim: &Simulation| -0.01 - (sim.state.q[0] + 0.02);
+            let mut deepest = gap(&sim);
+            common::run(&mut sim, 0.1, |sim, _| deepest = deepest.min(gap(sim)));
+            assert!(
+                deepest >= -0.05 * 0.02,
+                "{solver} {speed} m/s: the grain went {deepest:e} m into the wall"
+            );
+            let end = gap(&sim);
+            let (touching, at_rest) = if solver == "lemke" {
+                (1e-9, 1e-9)
+            } else {
+                (1e-6, 1e-4 * speed)
+            };
+            assert!(
+                end.abs() <= touching,
+                "{solver} {speed} m/s: ends {end:e} m from the wall"
+            );
+            assert!(
+                sim.state.v.amax() <= at_rest,
+                "{solver} {speed} m/s: {}",
+                sim.state.v
+            );
+        }
+    }
+}
+
 /// With ε = 1 the grain rebounds at its whole speed (kinetic energy to
 /// 1e-12), and never enters the wall; against a 1 kg wall that is free,
 /// inelastic, the two move on together with the grain's momentum.

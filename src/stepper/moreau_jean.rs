@@ -83,6 +83,9 @@ struct Scratch {
     reaches: Reaches,
     /// The position guard's work space.
     guard: Guard,
+    /// How far the guard's search looks past each body's reach for the
+    /// bodies its lift moves, m.
+    lifted: Vec<f64>,
 }
 
 /// The per-contact terms of one solve.
@@ -291,28 +294,59 @@ fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
         return None;
     }
     // Each body's reach over the half-step, (h/2)·2·(point speed), and the
-    // pairs already touching.
+    // pairs already touching; then grown by what a lift moves it.
     let sc = step.scratch.get::<Scratch>();
-    sc.reaches.set(depths.least, system.bodies.len(), |i| {
-        if moving(i) {
-            h * system.point_speed(&state.v, i)
-        } else {
-            0.0
-        }
-    });
-    // The lift reads the normal rows alone.
-    step.geometry
-        .normal_contacts(&state.q, sc.reaches.margin(), &mut sc.start);
     let v = &state.v;
-    sc.guard.lift(
-        sc.start.as_slice(),
-        |c| c.gap + 0.5 * h * c.jacobian.normal_dot(v),
-        |c| c.gap.min(0.0),
-        |c| depths.pair(c),
-        inverse,
-        1e-3 * depths.least,
-    )
+    sc.lifted.clear();
+    sc.lifted.resize(system.bodies.len(), 0.0);
+    let mut lift = None;
+    for search in 0..GUARD_SEARCHES {
+        let lifted = &sc.lifted;
+        sc.reaches.set(depths.least, system.bodies.len(), |i| {
+            if moving(i) {
+                h * system.point_speed(v, i) + lifted[i]
+            } else {
+                0.0
+            }
+        });
+        // The lift reads the normal rows alone.
+        step.geometry
+            .normal_contacts(&state.q, sc.reaches.margin(), &mut sc.start);
+        lift = sc.guard.lift(
+            sc.start.as_slice(),
+            |c| c.gap + 0.5 * h * c.jacobian.normal_dot(v),
+            |c| c.gap.min(0.0),
+            |c| depths.pair(c),
+            inverse,
+            1e-3 * depths.least,
+        );
+        // A lift pushes bodies on through the contacts it lifts: a grain
+        // at rest under a falling one moves with it, by more than its own
+        // reach, towards contacts the search did not look for (a wall
+        // beside it, which it would then end the half-step inside). The
+        // reach covers the half-step's own travel (h/2)·(point speed)
+        // twice; a body whose lift outruns the other half (and what was
+        // added for its lift) is searched again with twice its lift added,
+        // and the lift is taken again with those contacts held too.
+        let Some(delta) = &lift else { break };
+        let mut outran = false;
+        for i in bodies.clone().filter(|&i| moving(i)) {
+            let moved = system.point_speed(delta, i);
+            if moved > 0.5 * h * system.point_speed(v, i) + sc.lifted[i] {
+                outran = true;
+                sc.lifted[i] = sc.lifted[i].max(2.0 * moved);
+            }
+        }
+        if !outran || search + 1 == GUARD_SEARCHES {
+            break;
+        }
+    }
+    lift
 }
+
+/// Searches of the guard, at most: the first at each body's own reach, the
+/// others grown by the lift ([`guard_midpoint`]).
+const GUARD_SEARCHES: usize = 4;
 
 /// The smallest end gap g(q^M) + (h/2)γ_N(u^E) among the candidates at
 /// q^M (in the scratch) for u^E = `velocity`, m (infinite for none).
