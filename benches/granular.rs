@@ -35,7 +35,8 @@ mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
 use contactlab::collision::{ContactSet, Search, find_contacts};
-use contactlab::scene::granular;
+use contactlab::lcp::LcpStatus;
+use contactlab::scene::{Scene, granular};
 use contactlab::sim::Simulation;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
@@ -60,17 +61,20 @@ fn runs() -> usize {
     env_or("CONTACTLAB_GRANULAR_RUNS", |&r: &usize| r > 0, 3)
 }
 
-/// What one run from the release cost, and its sweeps.
+/// What one run from the release cost, and its sweeps; the largest
+/// residual of a step that stopped at the sweep limit (0 if none did) and
+/// the deepest end gap.
 struct Run {
     split: Split,
     sweeps: usize,
     max_sweeps: usize,
+    residual: f64,
+    min_gap: f64,
 }
 
-/// One run from the release: the simulation where it ended and what its
-/// steps cost.
-fn run(n: usize, seconds: f64) -> (Simulation, Run) {
-    let scene = granular::silo(n).expect("generated silos load");
+/// One run of `scene` (named `name` in a failure) from the release: the
+/// simulation where it ended and what its steps cost.
+fn run_scene(scene: Scene, seconds: f64, name: &str) -> (Simulation, Run) {
     let mut sim = Simulation::new(scene);
     sim.step_settings_mut().threads = threads();
     let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
@@ -78,6 +82,8 @@ fn run(n: usize, seconds: f64) -> (Simulation, Run) {
         split: Split::default(),
         sweeps: 0,
         max_sweeps: 0,
+        residual: 0.0,
+        min_gap: f64::INFINITY,
     };
     for _ in 0..steps {
         match sim.step() {
@@ -85,11 +91,21 @@ fn run(n: usize, seconds: f64) -> (Simulation, Run) {
                 run.split.add(r);
                 run.sweeps += r.sweeps;
                 run.max_sweeps = run.max_sweeps.max(r.sweeps);
+                if r.status != LcpStatus::Solved {
+                    run.residual = run.residual.max(r.residual);
+                }
+                run.min_gap = run.min_gap.min(r.min_gap);
             }
-            Err(e) => panic!("silo {n}: {e}"),
+            Err(e) => panic!("{name}: {e}"),
         }
     }
     (sim, run)
+}
+
+/// A silo of `n` grains from the release.
+fn run(n: usize, seconds: f64) -> (Simulation, Run) {
+    let scene = granular::silo(n).expect("generated silos load");
+    run_scene(scene, seconds, &format!("silo {n}"))
 }
 
 /// The row of silo `n`: the median of its `runs` (sorted by time a step),
@@ -99,6 +115,7 @@ fn print_row(n: usize, dt: f64, runs: &[Run]) {
         split,
         sweeps,
         max_sweeps,
+        ..
     } = &runs[runs.len() / 2];
     let per_step = split.per_step();
     let each: Vec<String> = runs
@@ -126,47 +143,6 @@ fn heap_seconds() -> f64 {
     env_or("CONTACTLAB_GRANULAR_HEAP_SECONDS", |&s: &f64| s > 0.0, 1.0)
 }
 
-/// One run of the heap: its cost, sweeps, the largest residual of a step
-/// that stopped at the sweep limit (0 if none did) and the deepest end gap.
-struct HeapRun {
-    run: Run,
-    dt: f64,
-    residual: f64,
-    min_gap: f64,
-}
-
-fn heap_run(n: usize, seconds: f64) -> HeapRun {
-    let scene = granular::heap(n).expect("generated heaps load");
-    let mut sim = Simulation::new(scene);
-    sim.step_settings_mut().threads = threads();
-    let steps = (seconds / sim.params.dt).round().max(1.0) as usize;
-    let mut heap = HeapRun {
-        run: Run {
-            split: Split::default(),
-            sweeps: 0,
-            max_sweeps: 0,
-        },
-        dt: sim.params.dt,
-        residual: 0.0,
-        min_gap: f64::INFINITY,
-    };
-    for _ in 0..steps {
-        match sim.step() {
-            Ok(r) => {
-                heap.run.split.add(r);
-                heap.run.sweeps += r.sweeps;
-                heap.run.max_sweeps = heap.run.max_sweeps.max(r.sweeps);
-                if r.status != contactlab::lcp::LcpStatus::Solved {
-                    heap.residual = heap.residual.max(r.residual);
-                }
-                heap.min_gap = heap.min_gap.min(r.min_gap);
-            }
-            Err(e) => panic!("heap {n}: {e}"),
-        }
-    }
-    heap
-}
-
 /// The heap's row: its median run, as [`print_row`], with the steps at the
 /// sweep limit, their largest residual and the deepest overlap in % of the
 /// mean grain radius.
@@ -180,21 +156,27 @@ fn heap_rows(runs: usize) {
         "| N | ms/step | real-time factor | sweeps/step | steps at the sweep limit | largest residual there | deepest overlap, % of r | runs, ms/step |"
     );
     eprintln!("|---|---|---|---|---|---|---|---|");
-    let mut all: Vec<HeapRun> = (0..runs).map(|_| heap_run(n, seconds)).collect();
-    all.sort_by(|a, b| a.run.split.per_step().total_cmp(&b.run.split.per_step()));
+    let mut all: Vec<(f64, Run)> = (0..runs)
+        .map(|_| {
+            let scene = granular::heap(n).expect("generated heaps load");
+            let (sim, run) = run_scene(scene, seconds, &format!("heap {n}"));
+            (sim.params.dt, run)
+        })
+        .collect();
+    all.sort_by(|a, b| a.1.split.per_step().total_cmp(&b.1.split.per_step()));
     let each: Vec<String> = all
         .iter()
-        .map(|h| format!("{:.2}", h.run.split.per_step() * 1e3))
+        .map(|(_, r)| format!("{:.2}", r.split.per_step() * 1e3))
         .collect();
-    let median = &all[all.len() / 2];
-    let split = &median.run.split;
+    let (dt, median) = &all[all.len() / 2];
+    let split = &median.split;
     let per_step = split.per_step();
     eprintln!(
         "| {n} | {:.2} | {:.3} | {:.1} (max {}) | {} | {:.2e} | {:.2} | {} |",
         per_step * 1e3,
-        median.dt / per_step,
-        split.mean(median.run.sweeps),
-        median.run.max_sweeps,
+        dt / per_step,
+        split.mean(median.sweeps),
+        median.max_sweeps,
         split.unsolved,
         median.residual,
         100.0 * (-median.min_gap).max(0.0) / granular::RADIUS,
