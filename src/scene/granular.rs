@@ -59,7 +59,7 @@ fn band(layer: usize) -> [f32; 3] {
     BANDS[(layer / 2) % BANDS.len()]
 }
 
-/// Grains to a side of a layer of the loose grid ([`loose_grid`]).
+/// Grains to a side of a layer of the loose grid (`loose_grid`).
 const GRID_SIDE: usize = 11;
 
 /// Grains 0..n in a loose grid centred on the z axis, [`GRID_SIDE`] to a
@@ -193,7 +193,7 @@ fn square_walls(out: &mut String, prefix: &str, inner_half: f64, half_height: f6
 /// The RON text of a silo holding `n` spheres (at least one): a square bin
 /// of fixed boxes on a hopper of four walls at 45° with a square opening
 /// `2 × SILO_OPENING` wide, `SILO_OUTLET` above a table. The spheres start in
-/// a loose grid in the bin, 11 to a side and as many layers as they need.
+/// a loose grid in the bin (`loose_grid`).
 pub fn silo_source(n: usize) -> String {
     let n = n.max(1);
     let layers = n.div_ceil(GRID_SIDE * GRID_SIDE);
@@ -287,8 +287,9 @@ const HEAP_WALL: f64 = 0.3;
 
 /// The RON text of `n` spheres (at least one) dropped into a square box of
 /// four fixed walls on a table, where they heap: the grains start in the
-/// silo's loose grid ([`loose_grid`]) above the floor, and the scene keeps the lab's solver defaults (the tolerance and
-/// sweep limit of NSGS are not set), as a user would write it.
+/// silo's loose grid (`loose_grid`) above the floor, and the scene keeps
+/// the lab's solver defaults (the tolerance and sweep limit of NSGS are not
+/// set), as a user would write it.
 pub fn heap_source(n: usize) -> String {
     let n = n.max(1);
     let mut bodies = String::new();
