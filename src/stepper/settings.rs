@@ -73,9 +73,11 @@ pub struct StepSettings {
     /// Moreau–Jean's guarded midpoint ([`super::guard`]): a gap that the
     /// first half-step takes deeper than this share of the smaller bounding
     /// radius of its two bodies below the lesser of its gap at q^A and 0 is
-    /// lifted back; a contact open by more than it at q^M, with ε_N = 0,
-    /// takes the law on its end gap. Smaller trades time for overlap (the
-    /// silo's trade is in docs/benchmarks.md).
+    /// lifted back; a contact that the step takes deeper and that ends
+    /// deeper than it is lifted back to it at q^E (or to its gap at q^A when
+    /// that was deeper); a contact open by more than it at q^M, with
+    /// ε_N = 0, takes the law on its end gap. Smaller trades time for
+    /// overlap (the silo's trade is in docs/benchmarks.md).
     pub guard_depth: f64,
     /// The least depth of [`Self::guard_depth`], times max(L, 1 m): a
     /// contact open by no more than this always counts as touching.
