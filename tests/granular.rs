@@ -171,6 +171,61 @@ fn under_a_loose_tolerance_no_grain_sinks_past_the_guard_depth() {
 }
 
 #[test]
+fn impulses_within_a_loose_tolerance_do_no_work() {
+    // 300 grains settling in a box at a relative residual of 1e-2: the
+    // impulses a solve stops at can push grains apart (4.1e-6 J in one
+    // step); the sweeps go on at a tighter tolerance while the impulses'
+    // work over the step is positive, and the energy never rises.
+    let mut scene = granular::heap(300).unwrap_or_else(|e| panic!("{e}"));
+    scene.params.tolerance = 1e-2;
+    let mut sim = Simulation::new(scene);
+    let mut energy = common::EnergyWatch::new(&sim);
+    common::run(&mut sim, 1.0, |_, r| {
+        energy.check(r, 1e-9, "300 grains at a tolerance of 1e-2")
+    });
+}
+
+/// 1,000 grains at the lab's defaults for NSGS (the tolerance and sweep
+/// limit a scene gets when it sets neither) for 1 s, dropped into a box of
+/// four walls and poured through the silo's hopper: every step finishes at
+/// the tolerance, the energy never rises, and no contact ends a step deeper
+/// than the guards' bound (the guard depth of the largest grain's radius).
+#[test]
+#[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
+fn heaps_at_the_defaults_finish_every_step_without_gaining_energy() {
+    let defaults = contactlab::params::Params::default();
+    let mut hopper = granular::silo(1000).unwrap_or_else(|e| panic!("{e}"));
+    hopper.params.tolerance = defaults.tolerance;
+    hopper.params.max_iterations = defaults.max_iterations;
+    let boxed = granular::heap(1000).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (boxed.params.tolerance, boxed.params.max_iterations),
+        (defaults.tolerance, defaults.max_iterations)
+    );
+    for (what, scene) in [("the box", boxed), ("the hopper", hopper)] {
+        let mut sim = Simulation::new(scene);
+        let Model::Rigid(system) = sim.model() else {
+            panic!("rigid")
+        };
+        let largest = (0..system.bodies.len())
+            .filter(|&i| !system.is_fixed(i))
+            .map(|i| system.bodies[i].shape.bounding_radius())
+            .fold(0.0, f64::max);
+        let bound = sim.step_settings().guard_depth * largest;
+        let mut energy = common::EnergyWatch::new(&sim);
+        let mut deepest = f64::INFINITY;
+        common::run(&mut sim, 1.0, |_, r| {
+            energy.check(r, 1e-9, what);
+            deepest = deepest.min(r.min_gap);
+        });
+        assert!(
+            deepest >= -bound * (1.0 + 1e-3),
+            "{what}: {deepest} m deep, past {bound} m"
+        );
+    }
+}
+
+#[test]
 fn granular_reruns_are_identical_bit_for_bit() {
     let mut a = small_silo(1e-4);
     let mut b = small_silo(1e-4);

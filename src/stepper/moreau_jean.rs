@@ -480,7 +480,31 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
             lead,
             depth: tolerance,
         };
-        let solution = posing.index_set(candidates, Some(activation));
+        let mut solution = posing.index_set(candidates, Some(activation));
+        // Impulses within a loose tolerance can do work: a settling heap at
+        // a relative residual of 1e-3 gained up to 1.3e-4 J in a step, at
+        // 2e-3 J of kinetic energy. So the sweeps go on, at a tighter
+        // tolerance, while the impulses' work over the step is positive.
+        let asked = posing.solver.tolerance();
+        for _ in 0..ENERGY_TIGHTENINGS {
+            if !solution.status.advances() {
+                break;
+            }
+            let (work, scale) = contact_work(candidates, &solution, u_start);
+            if work <= WORK_ROUND_OFF * scale || !posing.solver.tighten(0.1) {
+                break;
+            }
+            let tighter = posing.index_set(candidates, Some(activation));
+            if !tighter.status.advances() {
+                break;
+            }
+            solution = tighter;
+            if solution.status == LcpStatus::Unconverged
+                && asked.is_some_and(|asked| solution.residual <= asked)
+            {
+                solution.status = LcpStatus::Solved;
+            }
+        }
         return Solved {
             free,
             solution,
@@ -516,6 +540,47 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
             };
         }
     }
+}
+
+/// Times a step's NSGS solve is taken again, each at a tenth of the last
+/// tolerance, while its impulses do positive work ([`contact_work`]).
+const ENERGY_TIGHTENINGS: usize = 3;
+
+/// The positive work, as a share of the sum of its terms' magnitudes, taken
+/// for round-off.
+const WORK_ROUND_OFF: f64 = 1e-12;
+
+/// The work of `solution`'s contact impulses over the step, W =
+/// Σⱼ rⱼ·Jⱼ(u^A + u^E)/2 (the change of kinetic energy they make under the
+/// midpoint rule), and the sum of the terms' magnitudes, J.
+fn contact_work(
+    contacts: &[Contact],
+    solution: &ContactSolution,
+    u_start: &DVector<f64>,
+) -> (f64, f64) {
+    let Some(layout) = solution.layout() else {
+        return (0.0, 0.0);
+    };
+    let mean = (u_start + &solution.velocity) * 0.5;
+    let z = solution.z.as_slice();
+    let mut start = 0;
+    let (mut work, mut scale) = (0.0, 0.0);
+    for (j, c) in contacts.iter().enumerate() {
+        let k = c.jacobian.friction_count();
+        let mut add = |impulse: f64, row: usize| {
+            if impulse != 0.0 {
+                let term = impulse * c.jacobian.dot(row, &mean);
+                work += term;
+                scale += term.abs();
+            }
+        };
+        add(z[layout.normal(j)], 0);
+        for i in 0..k {
+            add(z[start + i], i + 1);
+        }
+        start += k;
+    }
+    (work, scale)
 }
 
 /// What posing and solving (17) needs of a step.

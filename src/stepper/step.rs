@@ -95,6 +95,7 @@ impl<'a> Step<'a> {
                 solves: 0,
                 sweeps: 0,
                 unconverged: None,
+                asked: None,
                 time: Duration::ZERO,
             },
             buffers: lent.buffers,
@@ -226,6 +227,8 @@ pub struct Solver<'a> {
     /// The largest residual of the step's solves that went on from the
     /// sweep limit ([`LcpStatus::Unconverged`]), if any did.
     unconverged: Option<f64>,
+    /// NSGS's tolerance before [`Self::tighten`], once tightened.
+    asked: Option<f64>,
     time: Duration,
 }
 
@@ -260,7 +263,9 @@ impl<'a> Solver<'a> {
         self.pivots += solution.pivots;
         self.sweeps += solution.sweeps;
         self.solves += 1;
-        if solution.status == LcpStatus::Unconverged {
+        if solution.status == LcpStatus::Unconverged
+            && self.asked.is_none_or(|asked| solution.residual > asked)
+        {
             let worst = self.unconverged.unwrap_or(0.0).max(solution.residual);
             self.unconverged = Some(worst);
         }
@@ -270,6 +275,25 @@ impl<'a> Solver<'a> {
     /// sweep limit, if any did.
     pub fn unconverged(&self) -> Option<f64> {
         self.unconverged
+    }
+
+    /// NSGS's tolerance for the step's solves; `None` under Lemke.
+    pub fn tolerance(&self) -> Option<f64> {
+        self.options.nsgs.map(|nsgs| nsgs.residual_tolerance)
+    }
+
+    /// Multiplies NSGS's tolerance by `factor` for the step's later solves;
+    /// `false` under Lemke. A later solve that reaches the sweep limit within
+    /// the tolerance the step was given is not counted as unconverged.
+    pub fn tighten(&mut self, factor: f64) -> bool {
+        match &mut self.options.nsgs {
+            Some(nsgs) => {
+                self.asked.get_or_insert(nsgs.residual_tolerance);
+                nsgs.residual_tolerance *= factor;
+                true
+            }
+            None => false,
+        }
     }
 
     /// W of the rigid-body contact problem: M⁻¹.

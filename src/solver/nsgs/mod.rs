@@ -162,8 +162,8 @@ use nalgebra::DVector;
 /// the impulses r, and the next sweep starts from G(x) − ΔG γ. A pile's
 /// boxes rest on four corners each, a statically indeterminate load that
 /// Gauss–Seidel moves one contact a sweep; the combination takes the long
-/// steps along it that the sweeps take one at a time (`pile.ron` at the
-/// default tolerance: 31 sweeps a step instead of 309; a combination costs
+/// steps along it that the sweeps take one at a time (`pile.ron` at a
+/// tolerance of 1e-4: 31 sweeps a step instead of 309; a combination costs
 /// about 40 % of a sweep). The pyramid's sweeps are not combined: its local
 /// Lemke splits a friction force among the edges differently from sweep to
 /// sweep (opposite edges both carry impulse while a contact sticks), so
