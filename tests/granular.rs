@@ -143,6 +143,20 @@ fn with_inelastic_impacts_the_energy_never_rises() {
     assert!(k + p < energy.previous() + 1e-12 && k > 0.0);
 }
 
+/// The deepest end gap the guards allow in `sim`, m: its guard depth of the
+/// largest grain's bounding radius (a pair's depth is the share of its
+/// smaller body, a grain's).
+fn guard_bound(sim: &Simulation) -> f64 {
+    let Model::Rigid(system) = sim.model() else {
+        panic!("rigid")
+    };
+    let largest = (0..system.bodies.len())
+        .filter(|&i| !system.is_fixed(i))
+        .map(|i| system.bodies[i].shape.bounding_radius())
+        .fold(0.0, f64::max);
+    sim.step_settings().guard_depth * largest
+}
+
 #[test]
 fn under_a_loose_tolerance_no_grain_sinks_past_the_guard_depth() {
     // Held on velocity level within a relative residual of 1e-2, a grain
@@ -151,17 +165,8 @@ fn under_a_loose_tolerance_no_grain_sinks_past_the_guard_depth() {
     // contact the step takes deeper once it is past the guard depth, here
     // 0.8 % of a grain's radius (0.74 mm deep without it, 3.9 times that).
     let mut sim = small_silo(1e-2);
-    let depth = 0.008;
-    sim.step_settings_mut().guard_depth = depth;
-    let Model::Rigid(system) = sim.model() else {
-        panic!("rigid")
-    };
-    // A pair's depth is the share of its smaller body: a grain's.
-    let largest = (0..system.bodies.len())
-        .filter(|&i| !system.is_fixed(i))
-        .map(|i| system.bodies[i].shape.bounding_radius())
-        .fold(0.0, f64::max);
-    let bound = depth * largest;
+    sim.step_settings_mut().guard_depth = 0.008;
+    let bound = guard_bound(&sim);
     let mut deepest = f64::INFINITY;
     common::run(&mut sim, 1.0, |_, r| deepest = deepest.min(r.min_gap));
     assert!(
@@ -204,14 +209,7 @@ fn heaps_at_the_defaults_finish_every_step_without_gaining_energy() {
     );
     for (what, scene) in [("the box", boxed), ("the hopper", hopper)] {
         let mut sim = Simulation::new(scene);
-        let Model::Rigid(system) = sim.model() else {
-            panic!("rigid")
-        };
-        let largest = (0..system.bodies.len())
-            .filter(|&i| !system.is_fixed(i))
-            .map(|i| system.bodies[i].shape.bounding_radius())
-            .fold(0.0, f64::max);
-        let bound = sim.step_settings().guard_depth * largest;
+        let bound = guard_bound(&sim);
         let mut energy = common::EnergyWatch::new(&sim);
         let mut deepest = f64::INFINITY;
         common::run(&mut sim, 1.0, |_, r| {
