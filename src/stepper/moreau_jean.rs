@@ -388,16 +388,9 @@ fn guard_end(
             - 0.5 * h * c.jacobian.normal_dot(u_start)
             - mid_lift.map_or(0.0, |d| c.jacobian.normal_dot(d))
     };
-    let contacts = sc.candidates.as_slice();
     let least = depths.least;
-    if !contacts
-        .iter()
-        .any(|c| end(c) < -depths.pair(c) - 1e-3 * least && end(c) < start(c))
-    {
-        return None;
-    }
     sc.guard.lift(
-        contacts,
+        sc.candidates.as_slice(),
         end,
         |c| start(c).min(-depths.pair(c)),
         |_| 1e-3 * least,
