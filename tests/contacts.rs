@@ -869,3 +869,106 @@ fn a_search_that_copies_held_bodies_gives_what_a_full_search_computes() {
         "{copied} copied, {computed} computed"
     );
 }
+
+/// Random packings of spheres (radii 2 cm ± 20 %, centres on a jittered
+/// lattice a little wider than the mean diameter, in slabs, columns and
+/// blocks, so that most grains touch or nearly touch several others): the
+/// search in rows of cells ([`candidate_pairs_into`]) and the narrow phase
+/// find exactly the pairs an all-pairs loop finds within the margin, each
+/// with its gap |xᵢ − xⱼ| − rᵢ − rⱼ, on one thread and on two.
+#[test]
+fn on_random_sphere_packings_the_search_finds_what_all_pairs_find() {
+    let mut rng = StdRng::seed_from_u64(52);
+    let mut compared = 0;
+    for case in 0..8 {
+        let n = [300, 700, 1_200, 2_000][case % 4];
+        // Cells across two axes (the third open): a slab, a column or a
+        // block, lying along x, y or z.
+        let ([s0, s1], open) = [([16, 16], 2), ([5, 5], 2), ([10, 10], 0), ([9, 9], 1)][case % 4];
+        let pitch = rng.random_range(0.034..0.040);
+        let margin = rng.random_range(0.0..0.004);
+        let grains: Vec<(Vector3<f64>, f64)> = (0..n)
+            .map(|i| {
+                let mut at = [0; 3];
+                at[(open + 1) % 3] = i % s0;
+                at[(open + 2) % 3] = (i / s0) % s1;
+                at[open] = i / (s0 * s1);
+                let [a, b, c] = at;
+                let jitter = |rng: &mut StdRng| rng.random_range(-0.004..0.004);
+                let centre = Vector3::new(
+                    a as f64 * pitch + jitter(&mut rng),
+                    b as f64 * pitch + jitter(&mut rng),
+                    c as f64 * pitch + jitter(&mut rng),
+                );
+                (centre, 0.02 * rng.random_range(0.8..1.2))
+            })
+            .collect();
+        let bodies: Vec<String> = grains
+            .iter()
+            .enumerate()
+            .map(|(i, (c, r))| {
+                format!(
+                    "(name: \"g{i}\", shape: Sphere(radius: {r}), mass: 0.1, position: ({}, {}, {}))",
+                    c.x, c.y, c.z
+                )
+            })
+            .collect();
+        let text = format!(
+            "Scene(name: \"packing\", allow_initial_overlap: true, system: Rigid((dimension: Spatial, gravity: (0.0, 0.0, -9.81), bodies: [{}])))",
+            bodies.join(", ")
+        );
+        let scene = scene::parse(&text, Path::new("packing.ron")).expect("valid scene");
+        let sim = Simulation::new(scene);
+        let mut expected = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                let gap = (grains[i].0 - grains[j].0).norm() - grains[i].1 - grains[j].1;
+                if gap <= margin {
+                    expected.push((i, j, gap));
+                }
+            }
+        }
+        assert!(
+            expected.len() > n,
+            "case {case}: a dense packing ({} pairs)",
+            expected.len()
+        );
+        for threads in [1, 2] {
+            let mut found = Vec::new();
+            collision::find_gaps(
+                sim.model(),
+                &sim.state.q,
+                margin,
+                &mut found,
+                &mut BroadPhase::default(),
+                Search::on(threads),
+            );
+            let mut pairs: Vec<(usize, usize, f64)> = found
+                .iter()
+                .map(|(id, gap)| match id.b {
+                    Other::Body(j) => (id.a.min(j), id.a.max(j), *gap),
+                    other => panic!("case {case}: a contact with {other:?}"),
+                })
+                .collect();
+            pairs.sort_by_key(|x| (x.0, x.1));
+            assert_eq!(
+                pairs.len(),
+                expected.len(),
+                "case {case}, {threads} thread(s): n = {n}, margin {margin}"
+            );
+            for (got, want) in pairs.iter().zip(&expected) {
+                assert_eq!((got.0, got.1), (want.0, want.1), "case {case}");
+                assert!(
+                    (got.2 - want.2).abs() <= 1e-12,
+                    "case {case}: ({}, {}) gap {} against {}",
+                    got.0,
+                    got.1,
+                    got.2,
+                    want.2
+                );
+            }
+            compared += pairs.len();
+        }
+    }
+    assert!(compared > 20_000, "{compared} pairs compared");
+}

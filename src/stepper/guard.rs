@@ -12,17 +12,26 @@
 //!   δ = M⁻¹Nλ,  0 ≤ λ ⟂ b + NᵀM⁻¹Nλ − f ≥ 0,
 //!
 //! the nearest δ (in ‖·‖_M) with every gᵢ(δ) ≥ fᵢ, by projected
-//! Gauss–Seidel on λ. Kinetic energy is untouched.
+//! successive over-relaxation on λ ([`RELAXATION`]). Kinetic energy is
+//! untouched.
 
 use crate::model::Contact;
 use nalgebra::DVector;
 
-/// Projected Gauss–Seidel sweeps over the working set, at most, before it
+/// Projected sweeps over the working set, at most, before it
 /// is checked against every contact again.
 pub const SWEEPS: usize = 100;
 
 /// Times the working set may grow (each after a full check).
 pub const ROUNDS: usize = 20;
+
+/// The sweeps' over-relaxation ω: each visit moves λᵢ by ω times the step
+/// that meets its own target. Projected SOR converges to the same λ for
+/// 0 < ω < 2 on the symmetric positive semidefinite NᵀM⁻¹N (Cryer 1971,
+/// SIAM J. Control 9; Mangasarian 1977, J. Optim. Theory Appl. 22). A lift
+/// carries down a column of grains one contact a sweep, and over-relaxing
+/// carries it further.
+pub const RELAXATION: f64 = 1.5;
 
 /// The work space of a guard, kept between steps.
 #[derive(Debug, Clone, Default)]
@@ -94,9 +103,11 @@ impl Guard {
                         continue;
                     }
                     let above = self.slack[i] + c.jacobian.normal_dot(&delta);
-                    worst = worst.max(-above);
-                    let lambda = (self.lambda[i] - above / weight).max(0.0);
+                    let lambda = (self.lambda[i] - RELAXATION * above / weight).max(0.0);
                     let change = lambda - self.lambda[i];
+                    // A gap below its target, or one the visit moves (an
+                    // over-relaxed λ overshoots and is taken back).
+                    worst = worst.max(-above).max(change.abs() * weight);
                     if change != 0.0 {
                         self.lambda[i] = lambda;
                         c.jacobian.add_weighted_row(0, change, diagonal, &mut delta);
@@ -142,7 +153,8 @@ mod tests {
         }
     }
 
-    /// One gap below its floor is lifted onto it exactly, along M⁻¹n.
+    /// One gap below its floor is lifted onto it, within the tolerance,
+    /// along M⁻¹n.
     #[test]
     fn one_gap_is_lifted_onto_its_floor() {
         let contacts = [contact(&[1.0, 0.0], -0.5)];
@@ -158,7 +170,10 @@ mod tests {
                 1e-12,
             )
             .expect("lifted");
-        assert!((delta[0] - 0.5).abs() < 1e-15 && delta[1] == 0.0);
+        assert!(
+            (delta[0] - 0.5).abs() <= 1e-12 && delta[1] == 0.0,
+            "{delta}"
+        );
     }
 
     /// Two bodies pressed into each other and into a wall: the solution of

@@ -329,6 +329,10 @@ pub(super) fn solve_cone(
     }
     anderson.reset(3 * cones.len());
     let mut best = Best::default();
+    // ε over the light error at the last full check: the light error times
+    // it predicts ε, and ε is computed when that prediction meets the
+    // tolerance ([`FULL_RESIDUAL_EVERY`] and the sweep limit apart).
+    let mut ratio = 1.0;
     while sweeps < limits.max_sweeps && !crate::lcp::budget::cancelled() {
         sweeps += 1;
         // One fixed order, the problem's (the broad phase's), in the parts
@@ -387,12 +391,15 @@ pub(super) fn solve_cone(
         } else {
             change.sqrt()
         };
-        if light <= limits.residual_tolerance
+        if light * ratio <= limits.residual_tolerance
             || sweeps % FULL_RESIDUAL_EVERY == 0
             || sweeps == limits.max_sweeps
             || !light.is_finite()
         {
             residual = cone_residual(cones, halves, pair, arena, v);
+            if light > 0.0 && residual.is_finite() {
+                ratio = residual / light;
+            }
             if residual < best.residual {
                 best.keep(residual, cones, v);
             }
