@@ -10,7 +10,8 @@
 //! time per step against N (least squares on log–log). Criterion then times
 //! single steps of each silo where its run ended, and one search for its
 //! contacts there (`contacts_N`: the broad phase, the narrow phase and the
-//! contacts' Jacobians at the static margin, one thread).
+//! contacts' Jacobians at the static margin, one thread), and the broad
+//! phase alone (`broad_N`: the candidate pairs, one thread).
 //!
 //! The runs are deterministic, but this 2-core virtual machine is not: the
 //! time of one run of the 1,000-grain silo moves by a third between runs
@@ -34,8 +35,10 @@
 mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
+use contactlab::collision::broad_phase::{SweepSpace, candidate_pairs_into, world_box};
 use contactlab::collision::{ContactSet, Search, find_contacts};
 use contactlab::lcp::LcpStatus;
+use contactlab::model::Model;
 use contactlab::scene::{Scene, granular};
 use contactlab::sim::Simulation;
 use criterion::measurement::WallTime;
@@ -207,6 +210,38 @@ fn bench_contacts(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Si
     group.bench_function(name, |b| b.iter(&mut search));
 }
 
+/// The broad phase alone where the run ended: the candidate body pairs of
+/// the bodies' world boxes at the static margin, by the sweep in rows of
+/// cells, one thread.
+fn bench_broad(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+    let Model::Rigid(system) = sim.model() else {
+        return;
+    };
+    let q = &sim.state.q;
+    let margin = sim.step_settings().static_margin(sim.model());
+    let boxes: Vec<_> = (0..system.bodies.len())
+        .map(|i| {
+            world_box(
+                &system.bodies[i].shape,
+                system.position(q, i),
+                &system.rotation(q, i),
+            )
+        })
+        .collect();
+    let mut space = SweepSpace::default();
+    let mut pairs = Vec::new();
+    let mut sweep = || {
+        candidate_pairs_into(&boxes, margin, system.dimension, &mut space, &mut pairs, 1);
+        pairs.len()
+    };
+    eprintln!(
+        "{name}: {} candidate pairs of {} bodies",
+        sweep(),
+        boxes.len()
+    );
+    group.bench_function(name, |b| b.iter(&mut sweep));
+}
+
 fn bench(c: &mut Criterion) {
     let (seconds, runs) = (seconds(), runs());
     eprintln!(
@@ -242,6 +277,7 @@ fn bench(c: &mut Criterion) {
     for (n, sim) in ended {
         bench_step(&mut group, &format!("silo_{n}"), &sim);
         bench_contacts(&mut group, &format!("contacts_{n}"), &sim);
+        bench_broad(&mut group, &format!("broad_{n}"), &sim);
     }
     group.finish();
 }
