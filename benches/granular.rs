@@ -35,7 +35,7 @@
 mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
-use contactlab::collision::broad_phase::{SweepSpace, candidate_pairs_into, world_box};
+use contactlab::collision::broad_phase::{SweepSpace, candidate_pairs_into, world_boxes_into};
 use contactlab::collision::{ContactSet, Search, find_contacts};
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
@@ -219,15 +219,8 @@ fn bench_broad(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simul
     };
     let q = &sim.state.q;
     let margin = sim.step_settings().static_margin(sim.model());
-    let boxes: Vec<_> = (0..system.bodies.len())
-        .map(|i| {
-            world_box(
-                &system.bodies[i].shape,
-                system.position(q, i),
-                &system.rotation(q, i),
-            )
-        })
-        .collect();
+    let mut boxes = Vec::new();
+    world_boxes_into(system, q, &mut boxes);
     let mut space = SweepSpace::default();
     let mut pairs = Vec::new();
     let mut sweep = || {

@@ -418,6 +418,23 @@ pub fn world_box(
     (x, half)
 }
 
+/// Every body's world box ([`world_box`]) at q, in body order, into `out`
+/// (replaced).
+pub fn world_boxes_into(
+    system: &RigidSystem,
+    q: &DVector<f64>,
+    out: &mut Vec<(Vector3<f64>, Vector3<f64>)>,
+) {
+    out.clear();
+    out.extend((0..system.bodies.len()).map(|i| {
+        world_box(
+            &system.bodies[i].shape,
+            system.position(q, i),
+            &system.rotation(q, i),
+        )
+    }));
+}
+
 /// The broad phase's work space: world-aligned bounding boxes (centre, half
 /// extents in m), the candidate body pairs and the sweep's work space.
 #[derive(Debug, Clone, Default)]
@@ -512,23 +529,16 @@ pub(super) fn body_pairs(
     broad: &mut BroadPhase,
     threads: usize,
 ) {
-    broad.boxes.clear();
+    world_boxes_into(system, q, &mut broad.boxes);
     // A margin of one distance pads every box in the sweep; per-body
     // reaches pad each box by its own ([`Margin::pad`]), and the sweep
     // then pads nothing more.
     let uniform = margin.is_uniform();
-    broad.boxes.extend((0..system.bodies.len()).map(|i| {
-        let (centre, half) = world_box(
-            &system.bodies[i].shape,
-            system.position(q, i),
-            &system.rotation(q, i),
-        );
-        if uniform {
-            (centre, half)
-        } else {
-            (centre, half.add_scalar(margin.pad(i)))
+    if !uniform {
+        for (i, (_, half)) in broad.boxes.iter_mut().enumerate() {
+            *half = half.add_scalar(margin.pad(i));
         }
-    }));
+    }
     let margin = if uniform { margin.widest() } else { 0.0 };
     // The last sweep's pairs when its boxes cover these ([`LastSweep`]):
     // those whose boxes meet, the same list as a sweep's.
