@@ -61,6 +61,12 @@ pub(super) struct ProductForm {
     /// For each original row j, the basis row of the basic wⱼ (`NONE`
     /// where wⱼ is not basic), at the factorization.
     unit_row: Vec<usize>,
+    /// For each basis row, the original row j whose unit column wⱼ sits
+    /// there (`NONE` where a z or z₀ does): `unit_row` inverted.
+    row_unit: Vec<usize>,
+    /// The basic z's columns (`wanted[j]` for zⱼ basic), the only entries
+    /// of A_wCᵀ ũ that [`ProductForm::transpose_initial_many`] reads.
+    wanted: Vec<bool>,
     /// The basis rows of C (the basic z's, then z₀), in the order of S's
     /// columns.
     c_rows: Vec<usize>,
@@ -85,12 +91,16 @@ impl ProductForm {
     ) -> Option<Self> {
         let n = columns.n;
         let mut unit_row = vec![NONE; n];
+        let mut row_unit = vec![NONE; basis.len()];
+        let mut wanted = vec![false; n];
         let mut c_rows = Vec::new();
         let mut z0_row = None;
         for (row, &var) in basis.iter().enumerate() {
             if var < n {
                 unit_row[var] = row;
+                row_unit[row] = var;
             } else if var < 2 * n {
+                wanted[var - n] = true;
                 c_rows.push(row);
             } else {
                 z0_row = Some(row);
@@ -116,6 +126,8 @@ impl ProductForm {
         Some(Self {
             n,
             unit_row,
+            row_unit,
+            wanted,
             c_rows,
             c_vars,
             k_rows,
@@ -158,52 +170,52 @@ impl ProductForm {
         }
     }
 
-    /// uᵀB₀⁻¹ (original-row indexing) for u in basis-row indexing.
+    /// uᵀB₀⁻¹ (original-row indexing) for u in basis-row indexing, zero
+    /// off `places` (the basis rows where it may not be).
     fn transpose_initial<M: LcpMatrix + ?Sized>(
         &self,
         columns: &Columns<'_, M>,
         u: &[f64],
+        places: &[usize],
     ) -> Vec<f64> {
-        let mut out = self.transpose_initial_many(columns, &[u]);
+        let mut out = self.transpose_initial_many(columns, &[(u, places)]);
         out.pop().unwrap_or_default()
     }
 
-    /// uᵀB₀⁻¹ for each u of `us`, with one solve of the block for all of
-    /// them ([`BlockSolver::solve_transpose_columns`]).
+    /// uᵀB₀⁻¹ for each (u, places) of `us` (u zero off its places), with
+    /// one solve of the block for all of them
+    /// ([`BlockSolver::solve_transpose_columns`]).
     fn transpose_initial_many<M: LcpMatrix + ?Sized>(
         &self,
         columns: &Columns<'_, M>,
-        us: &[&[f64]],
+        us: &[(&[f64], &[usize])],
     ) -> Vec<Vec<f64>> {
         let n = self.n;
         let m = self.c_rows.len();
         let mut outs = Vec::with_capacity(us.len());
         let mut stacked = Vec::with_capacity(m * us.len());
-        // Only the basic z's columns of A_wCᵀ ũ are read below.
-        let mut wanted = vec![false; n];
-        for &var in &self.c_vars {
-            if (n..2 * n).contains(&var) {
-                wanted[var - n] = true;
-            }
-        }
         let mut transposed = vec![0.0; n];
-        for u in us {
+        let mut covered = Vec::new();
+        for &(u, places) in us {
             let mut out = vec![0.0; n];
             // ũ on the covered rows: the identity part, and the rows A_wC it
-            // meets through the unit columns' equations.
-            let mut covered = Vec::new();
-            for (j, &row) in self.unit_row.iter().enumerate() {
-                if row != NONE && u[row] != 0.0 {
-                    out[j] = u[row];
-                    covered.push((j, u[row]));
-                }
+            // meets through the unit columns' equations, in increasing j
+            // (the order the product sums them in).
+            covered.clear();
+            covered.extend(places.iter().filter_map(|&row| {
+                let j = self.row_unit[row];
+                (j != NONE && u[row] != 0.0).then_some((j, u[row]))
+            }));
+            covered.sort_unstable_by_key(|&(j, _)| j);
+            for &(j, value) in &covered {
+                out[j] = value;
             }
             // g = A_wCᵀ ũ: A's z columns are −M's, z₀'s is −d.
             transposed.fill(0.0);
             if !covered.is_empty() {
                 columns
                     .m
-                    .add_transpose_product(&covered, &wanted, &mut transposed);
+                    .add_transpose_product(&covered, &self.wanted, &mut transposed);
             }
             let d_dot: f64 = if columns.covering.is_empty() {
                 0.0
@@ -247,7 +259,8 @@ impl ProductForm {
     }
 
     /// e_rᵀE_p ⋯ E₁ (basis-row indexing): row r of B⁻¹ is this times B₀⁻¹.
-    fn eta_row(&self, r: usize) -> Vec<f64> {
+    /// With it, the rows off which it is zero (increasing).
+    fn eta_row(&self, r: usize) -> (Vec<f64>, Vec<usize>) {
         let mut u = vec![0.0; self.n];
         u[r] = 1.0;
         // uᵀE_p ⋯ E₁: each eta changes only its own row's component, so u
@@ -272,7 +285,7 @@ impl ProductForm {
                 places.insert(at, *pivot);
             }
         }
-        u
+        (u, places)
     }
 
     /// An estimate of max |(B₀⁻¹)ᵢⱼ|, the explicit tableau's noise scale:
@@ -303,7 +316,7 @@ impl ProductForm {
         for _ in 0..4 {
             let mut u = vec![0.0; n];
             u[row] = 1.0;
-            let entries = self.transpose_initial(columns, &u);
+            let entries = self.transpose_initial(columns, &u, &[row]);
             let (j, value) = largest(&entries);
             if !value.is_finite() {
                 return f64::INFINITY;
@@ -381,12 +394,16 @@ impl<M: LcpMatrix + ?Sized> Factor<M> for ProductForm {
     }
 
     fn row(&self, columns: &Columns<'_, M>, _: &[Var], r: usize) -> Vec<f64> {
-        self.transpose_initial(columns, &self.eta_row(r))
+        let (u, places) = self.eta_row(r);
+        self.transpose_initial(columns, &u, &places)
     }
 
     fn rows(&self, columns: &Columns<'_, M>, _: &[Var], rs: &[usize]) -> Vec<Vec<f64>> {
-        let us: Vec<Vec<f64>> = rs.iter().map(|&r| self.eta_row(r)).collect();
-        let refs: Vec<&[f64]> = us.iter().map(Vec::as_slice).collect();
+        let us: Vec<(Vec<f64>, Vec<usize>)> = rs.iter().map(|&r| self.eta_row(r)).collect();
+        let refs: Vec<(&[f64], &[usize])> = us
+            .iter()
+            .map(|(u, places)| (u.as_slice(), places.as_slice()))
+            .collect();
         self.transpose_initial_many(columns, &refs)
     }
 
