@@ -6,6 +6,9 @@
 //! [`lcp::lemke`]; the impulses give the new state. The physics core never imports
 //! Bevy; the viewer (feature `viewer`) is a thin shell over it.
 
+#[macro_use]
+mod simd;
+
 pub mod atomic_file;
 pub mod cli;
 pub mod collision;

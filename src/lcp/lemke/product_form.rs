@@ -56,6 +56,16 @@ impl BlockSolver for DenseBlock {
     }
 }
 
+with_avx2! {
+    /// out ← out − v a, entry by entry: most of applying an eta column, whose
+    /// ā is dense on the islands of stacked boxes.
+    fn subtract_scaled(out: &mut [f64], a: &[f64], v: f64) {
+        for (o, &x) in out.iter_mut().zip(a) {
+            *o -= x * v;
+        }
+    }
+}
+
 pub(super) struct ProductForm {
     n: usize,
     /// For each original row j, the basis row of the basic wⱼ (`NONE`
@@ -250,9 +260,7 @@ impl ProductForm {
         for (r, abar, _) in &self.etas[from..] {
             let v = out[*r] / abar[*r];
             if v != 0.0 {
-                for (o, &x) in out.iter_mut().zip(abar) {
-                    *o -= x * v;
-                }
+                subtract_scaled(out, abar, v);
             }
             out[*r] = v;
         }

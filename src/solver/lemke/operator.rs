@@ -450,14 +450,31 @@ impl ContactLcp<'_> {
             }
             for &(a, offset) in &block.contacts {
                 let c = self.jacobians[a];
-                for r in 0..=c.friction_count() {
-                    if wanted.is_some_and(|w| !w[self.column(a, r)]) {
-                        continue;
-                    }
+                let (normal, first, k) = (
+                    self.layout.normal(a),
+                    self.first_beta[a],
+                    c.friction_count(),
+                );
+                // Row r of contact a into its column (`self.column(a, r)`);
+                // each column takes one term a block, in any order of r.
+                let mut add = |r: usize, column: usize| {
                     let row = &c.row(r)[offset..offset + block.len];
                     let dot: f64 = row.iter().zip(u.iter()).map(|(x, y)| x * y).sum();
-                    let column = self.column(a, r);
                     out[column] += dot * s(column);
+                };
+                match wanted {
+                    None => {
+                        add(0, normal);
+                        (1..=k).for_each(|r| add(r, first + r - 1));
+                    }
+                    Some(wanted) => {
+                        if wanted[normal] {
+                            add(0, normal);
+                        }
+                        for (i, _) in wanted[first..first + k].iter().enumerate().filter(|w| *w.1) {
+                            add(i + 1, first + i);
+                        }
+                    }
                 }
             }
             marked[l] = false;
