@@ -267,7 +267,8 @@ impl ProductForm {
     }
 
     /// e_rᵀE_p ⋯ E₁ (basis-row indexing): row r of B⁻¹ is this times B₀⁻¹.
-    /// With it, the rows off which it is zero (increasing).
+    /// With it, the rows where it may be nonzero (increasing); it is zero
+    /// off them.
     fn eta_row(&self, r: usize) -> (Vec<f64>, Vec<usize>) {
         let mut u = vec![0.0; self.n];
         u[r] = 1.0;
