@@ -36,6 +36,7 @@ mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
 use contactlab::collision::broad_phase::{SweepSpace, candidate_pairs_into, world_boxes_into};
+use contactlab::collision::pose::poses_into;
 use contactlab::collision::{ContactSet, Search, find_contacts};
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
@@ -219,8 +220,9 @@ fn bench_broad(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simul
     };
     let q = &sim.state.q;
     let margin = sim.step_settings().static_margin(sim.model());
-    let mut boxes = Vec::new();
-    world_boxes_into(system, q, &mut boxes);
+    let (mut poses, mut boxes) = (Vec::new(), Vec::new());
+    poses_into(system, q, &mut poses);
+    world_boxes_into(system, &poses, &mut boxes);
     let mut space = SweepSpace::default();
     let mut pairs = Vec::new();
     let mut sweep = || {

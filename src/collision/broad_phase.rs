@@ -6,10 +6,11 @@ use super::found::Found;
 use super::margin::Margin;
 use super::pair_memo::KeptPairs;
 use super::parallel;
+use super::pose::Pose;
 use crate::geometry::{PairContact, Shape};
 use crate::model::{ContactId, Dimension, RigidSystem};
 use crate::pair_thread::both;
-use nalgebra::{DVector, UnitQuaternion, Vector3};
+use nalgebra::{UnitQuaternion, Vector3};
 
 /// The broad phase: the body pairs (i, j), i < j, whose bounding spheres
 /// (centre, radius) come within `margin` of each other on every axis, by
@@ -418,27 +419,29 @@ pub fn world_box(
     (x, half)
 }
 
-/// Every body's world box ([`world_box`]) at q, in body order, into `out`
-/// (replaced).
+/// Every body's world box ([`world_box`]) at its pose (`poses`, in body
+/// order, [`super::pose::poses_into`]), into `out` (replaced).
 pub fn world_boxes_into(
     system: &RigidSystem,
-    q: &DVector<f64>,
+    poses: &[Pose],
     out: &mut Vec<(Vector3<f64>, Vector3<f64>)>,
 ) {
     out.clear();
-    out.extend((0..system.bodies.len()).map(|i| {
-        world_box(
-            &system.bodies[i].shape,
-            system.position(q, i),
-            &system.rotation(q, i),
-        )
-    }));
+    out.extend(
+        system
+            .bodies
+            .iter()
+            .zip(poses)
+            .map(|(body, pose)| world_box(&body.shape, pose.x, &pose.rotation)),
+    );
 }
 
 /// The broad phase's work space: world-aligned bounding boxes (centre, half
 /// extents in m), the candidate body pairs and the sweep's work space.
 #[derive(Debug, Clone, Default)]
 pub struct BroadPhase {
+    /// Each body's pose at the search's q ([`super::pose`]).
+    pub poses: Vec<Pose>,
     /// Bounding box of each body ([`world_box`]).
     pub boxes: Vec<(Vector3<f64>, Vector3<f64>)>,
     /// Body pairs (i < j) whose boxes overlap within the margin.
@@ -519,17 +522,18 @@ impl LastSweep {
     }
 }
 
-/// The candidate body pairs of the rigid bodies at q into `broad.pairs`:
+/// The candidate body pairs of the rigid bodies at their `poses` into
+/// `broad.pairs`:
 /// the last sweep's when its boxes cover these ([`LastSweep`]), else a new
 /// sweep's.
 pub(super) fn body_pairs(
     system: &RigidSystem,
-    q: &DVector<f64>,
+    poses: &[Pose],
     margin: Margin<'_>,
     broad: &mut BroadPhase,
     threads: usize,
 ) {
-    world_boxes_into(system, q, &mut broad.boxes);
+    world_boxes_into(system, poses, &mut broad.boxes);
     // A margin of one distance pads every box in the sweep; per-body
     // reaches pad each box by its own ([`Margin::pad`]), and the sweep
     // then pads nothing more.

@@ -18,6 +18,7 @@ pub mod found;
 pub mod margin;
 pub mod narrow_phase;
 pub mod pair_memo;
+pub mod pose;
 pub mod reuse;
 
 pub use broad_phase::{BroadPhase, LastSweep};

@@ -7,18 +7,17 @@ use super::broad_phase::{BroadPhase, body_pairs};
 use super::found::{Found, FoundPoint};
 use super::margin::Margin;
 use super::pair_memo::{MemoLog, PairKey, PairMemo};
+use super::pose::{Pose, poses_into};
 use super::reuse::{Cursor, Identified, Reuse};
 use super::{ContactSet, PARALLEL_PAIRS, Search, parallel};
 use crate::geometry::{PairContact, Shape, pair};
 use crate::model::rigid::position_size;
 use crate::model::{
     Contact, ContactFrame, ContactId, ContactJacobian, Dimension, Other, RigidSystem,
-    pyramid_directions_into,
+    pyramid_angles, pyramid_directions_at,
 };
 use crate::pair_thread::both;
-use nalgebra::{
-    DVector, Isometry2, Isometry3, Matrix3, Translation3, UnitQuaternion, Vector2, Vector3,
-};
+use nalgebra::{DVector, Isometry2, Isometry3, Translation3, UnitQuaternion, Vector2, Vector3};
 
 /// Every potential contact of the rigid bodies at q with gap ≤ margin into
 /// `out` (its storage reused): body–surface features whose bounding sphere
@@ -45,12 +44,18 @@ pub fn contacts(
     sources.clear();
     let previous: &[Contact] = reuse.map_or(&[], |r| r.previous);
     let mut broad = std::mem::take(&mut out.broad);
+    let mut kept_poses = std::mem::take(&mut broad.poses);
+    poses_into(system, q, &mut kept_poses);
+    let poses = &kept_poses[..];
+    let angles = pyramid_angles(match system.dimension {
+        Dimension::Planar => 2,
+        Dimension::Spatial => edges,
+    });
     // A visited contact into its slot: computed, or copied.
     let place = |f: &Found, slot: &mut Contact| match *f {
         Found::Point(p) => {
-            fill_contact(
-                system, q, p.id, p.gap, p.point_a, p.b, p.normal, edges, slot,
-            );
+            let point = (p.id, p.gap, p.point_a, p.b, p.normal);
+            fill_contact(system, poses, point, &angles, slot);
         }
         Found::Copy(k) => slot.clone_from(&previous[k]),
     };
@@ -60,8 +65,8 @@ pub fn contacts(
             sources.push(f.source());
         }
     };
-    visit_surfaces(system, q, margin, reuse, &mut take);
-    body_pairs(system, q, margin, &mut broad, threads);
+    visit_surfaces(system, poses, margin, reuse, &mut take);
+    body_pairs(system, poses, margin, &mut broad, threads);
     let BroadPhase {
         pairs,
         points,
@@ -75,7 +80,7 @@ pub fn contacts(
     match parallel(threads, pairs.len(), PARALLEL_PAIRS) {
         None => {
             let memo = memo.map(|memo| (memo, &mut *log));
-            visit_pairs(system, q, margin, pairs, points, memo, reuse, take);
+            visit_pairs(system, q, poses, margin, pairs, points, memo, reuse, take);
         }
         Some(pair) => {
             let (first, second) = pairs.split_at(pairs.len() / 2);
@@ -86,7 +91,7 @@ pub fn contacts(
                            log: &mut MemoLog,
                            into: &mut Vec<Found>| {
                 let memo = memo.map(|memo| (memo, log));
-                visit_pairs(system, q, margin, pairs, points, memo, reuse, |f| {
+                visit_pairs(system, q, poses, margin, pairs, points, memo, reuse, |f| {
                     into.push(f)
                 });
             };
@@ -118,6 +123,7 @@ pub fn contacts(
         }
     }
     kept.end();
+    broad.poses = kept_poses;
     out.broad = broad;
 }
 
@@ -139,8 +145,11 @@ pub fn gaps(
         Found::Point(p) => (p.id, p.gap),
         Found::Copy(k) => previous[k],
     };
-    visit_surfaces(system, q, margin, reuse, |f| out.push(gap(f)));
-    body_pairs(system, q, margin, broad, threads);
+    let mut kept_poses = std::mem::take(&mut broad.poses);
+    poses_into(system, q, &mut kept_poses);
+    let poses = &kept_poses[..];
+    visit_surfaces(system, poses, margin, reuse, |f| out.push(gap(f)));
+    body_pairs(system, poses, margin, broad, threads);
     let BroadPhase {
         pairs,
         points,
@@ -155,7 +164,7 @@ pub fn gaps(
                    log: &mut MemoLog,
                    into: &mut Vec<(ContactId, f64)>| {
         let memo = memo.map(|memo| (memo, log));
-        visit_pairs(system, q, margin, pairs, points, memo, reuse, |f| {
+        visit_pairs(system, q, poses, margin, pairs, points, memo, reuse, |f| {
             into.push(gap(f))
         });
     };
@@ -174,6 +183,7 @@ pub fn gaps(
         }
     }
     kept.end();
+    broad.poses = kept_poses;
 }
 
 /// Calls `found` for every potential contact of a moving body with a
@@ -182,7 +192,7 @@ pub fn gaps(
 /// ([`Found::Copy`]).
 fn visit_surfaces<T: Identified>(
     system: &RigidSystem,
-    q: &DVector<f64>,
+    poses: &[Pose],
     margin: Margin<'_>,
     reuse: Option<Reuse<'_, T>>,
     mut found: impl FnMut(Found),
@@ -198,8 +208,7 @@ fn visit_surfaces<T: Identified>(
             cursor.surfaces(i).for_each(|k| found(Found::Copy(k)));
             continue;
         }
-        let x = system.position(q, i);
-        let r = system.rotation(q, i);
+        let Pose { x, rotation: r, .. } = poses[i];
         let reach = body.shape.bounding_radius();
         let margin = margin.body(i);
         for (s, surface) in system.surfaces.iter().enumerate() {
@@ -239,6 +248,7 @@ fn visit_surfaces<T: Identified>(
 fn visit_pairs<T: Identified>(
     system: &RigidSystem,
     q: &DVector<f64>,
+    poses: &[Pose],
     margin: Margin<'_>,
     pairs: &[(usize, usize)],
     points: &mut Vec<PairContact>,
@@ -265,7 +275,7 @@ fn visit_pairs<T: Identified>(
         // one when the other is fixed.
         let (i, j) = if system.is_fixed(i) { (j, i) } else { (i, j) };
         let memo = memo.as_mut().map(|(memo, log)| (&**memo, &mut **log));
-        pair_contacts(system, q, i, j, margin.pair(i, j), points, memo);
+        pair_contacts(system, q, poses, (i, j), margin.pair(i, j), points, memo);
         for pc in points.iter() {
             let id = ContactId {
                 a: i,
@@ -290,15 +300,15 @@ fn visit_pairs<T: Identified>(
 fn pair_contacts(
     system: &RigidSystem,
     q: &DVector<f64>,
-    i: usize,
-    j: usize,
+    poses: &[Pose],
+    (i, j): (usize, usize),
     margin: f64,
     out: &mut Vec<PairContact>,
     memo: Option<(&PairMemo, &mut MemoLog)>,
 ) {
     out.clear();
     let (a, b) = (&system.bodies[i], &system.bodies[j]);
-    let (xa, xb) = (system.position(q, i), system.position(q, j));
+    let (xa, xb) = (poses[i].x, poses[j].x);
     let reach = a.shape.bounding_radius() + b.shape.bounding_radius() + margin;
     if (xa - xb).norm() > reach {
         return;
@@ -307,8 +317,7 @@ fn pair_contacts(
     // holds every grain inside it): the exact sphere–box distance rules
     // out most such pairs before the narrow phase.
     let apart = |boxed: usize, half: &[f64; 3], sphere: usize, radius: f64| {
-        let local = system.rotation(q, boxed).inverse()
-            * (system.position(q, sphere) - system.position(q, boxed));
+        let local = poses[boxed].rotation.inverse() * (poses[sphere].x - poses[boxed].x);
         let planar = system.dimension == Dimension::Planar;
         let outside = Vector3::from_fn(|k, _| {
             if planar && k == 2 {
@@ -362,7 +371,7 @@ fn pair_contacts(
         }
         Dimension::Spatial => {
             let pose = |x: Vector3<f64>, k: usize| {
-                Isometry3::from_parts(Translation3::from(x), system.rotation(q, k))
+                Isometry3::from_parts(Translation3::from(x), poses[k].rotation)
             };
             pair::contacts_3d(&a.shape, &pose(xa, i), &b.shape, &pose(xb, j), margin, out);
         }
@@ -372,24 +381,27 @@ fn pair_contacts(
     }
 }
 
-/// Maps a world contact (point on body a, optional body b with its point,
-/// normal from b into a) to generalized n and D.
-#[allow(clippy::too_many_arguments)]
+/// A world contact: its identity and gap, its point on body a, body b with
+/// its point (none for a surface), and its normal from b into a.
+type WorldPoint = (
+    ContactId,
+    f64,
+    Vector3<f64>,
+    Option<(usize, Vector3<f64>)>,
+    Vector3<f64>,
+);
+
+/// Maps a world contact at the bodies' `poses` to generalized n and D, with
+/// the friction directions at the `angles` of [`pyramid_angles`] (two in
+/// the plane).
 fn fill_contact(
     system: &RigidSystem,
-    q: &DVector<f64>,
-    id: ContactId,
-    gap: f64,
-    point_a: Vector3<f64>,
-    b: Option<(usize, Vector3<f64>)>,
-    normal: Vector3<f64>,
-    edges: usize,
+    poses: &[Pose],
+    (id, gap, point_a, b, normal): WorldPoint,
+    angles: &[(f64, f64)],
     out: &mut Contact,
 ) {
-    let k = match system.dimension {
-        Dimension::Planar => 2,
-        Dimension::Spatial => edges,
-    };
+    let k = angles.len();
     let Contact {
         id: out_id,
         gap: out_gap,
@@ -412,7 +424,7 @@ fn fill_contact(
             let t = Vector3::new(-normal.y, normal.x, 0.0);
             tangents.extend([t, -t]);
         }
-        Dimension::Spatial => pyramid_directions_into(&normal, &system.up(), k, tangents),
+        Dimension::Spatial => pyramid_directions_at(&normal, &system.up(), angles, tangents),
     }
     // A fixed body has no velocities: the contact is on a's block alone.
     let b_moving = b.filter(|(j, _)| !system.is_fixed(*j));
@@ -422,36 +434,48 @@ fn fill_contact(
     ];
     let count = if b_moving.is_some() { 2 } else { 1 };
     jacobian.reset(&blocks[..count], k);
+    let rows = (&normal, &tangents[..]);
     add_jacobian(
-        system, q, id.a, &point_a, 1.0, &normal, tangents, jacobian, 0,
+        system.dimension,
+        &poses[id.a],
+        &point_a,
+        1.0,
+        rows,
+        jacobian,
+        0,
     );
     if let Some((j, point_b)) = b_moving {
-        add_jacobian(system, q, j, &point_b, -1.0, &normal, tangents, jacobian, 1);
+        add_jacobian(
+            system.dimension,
+            &poses[j],
+            &point_b,
+            -1.0,
+            rows,
+            jacobian,
+            1,
+        );
     }
 }
 
-/// Writes sign · (body i's contact Jacobian)ᵀ applied to the normal and
-/// tangents into block `slot` of `jacobian`: [n̄; (r × n̄)_z] in the plane,
-/// [n̄; Rᵀ(r × n̄)] in space.
-#[allow(clippy::too_many_arguments)]
+/// Writes sign · (the Jacobian of a body at `pose`)ᵀ applied to the normal
+/// and tangents into block `slot` of `jacobian`: [n̄; (r × n̄)_z] in the
+/// plane, [n̄; Rᵀ(r × n̄)] in space.
 fn add_jacobian(
-    system: &RigidSystem,
-    q: &DVector<f64>,
-    i: usize,
+    dimension: Dimension,
+    pose: &Pose,
     point: &Vector3<f64>,
     sign: f64,
-    normal: &Vector3<f64>,
-    tangents: &[Vector3<f64>],
+    (normal, tangents): (&Vector3<f64>, &[Vector3<f64>]),
     jacobian: &mut ContactJacobian,
     slot: usize,
 ) {
-    let r = point - system.position(q, i);
+    let r = point - pose.x;
     let mut write = |row: usize, values: &[f64]| {
         for (o, v) in jacobian.block_row_mut(row, slot).iter_mut().zip(values) {
             *o += sign * v;
         }
     };
-    match system.dimension {
+    match dimension {
         Dimension::Planar => {
             let map = |u: &Vector3<f64>| [u.x, u.y, r.x * u.y - r.y * u.x];
             write(0, &map(normal));
@@ -460,13 +484,8 @@ fn add_jacobian(
             }
         }
         Dimension::Spatial => {
-            let rt: Matrix3<f64> = system
-                .rotation(q, i)
-                .to_rotation_matrix()
-                .matrix()
-                .transpose();
             let map = |u: &Vector3<f64>| {
-                let ang = rt * r.cross(u);
+                let ang = pose.to_body * r.cross(u);
                 [u.x, u.y, u.z, ang.x, ang.y, ang.z]
             };
             write(0, &map(normal));

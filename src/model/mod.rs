@@ -469,20 +469,34 @@ fn coefficients(params: &Params) -> Coefficients {
 /// and t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ with θᵢ = 2πi/k.
 pub fn pyramid_directions(normal: &Vector3<f64>, up: &Vector3<f64>, k: usize) -> Vec<Vector3<f64>> {
     let mut out = Vec::with_capacity(k);
-    pyramid_directions_into(normal, up, k, &mut out);
+    pyramid_directions_at(normal, up, &pyramid_angles(k), &mut out);
     out
 }
 
-/// [`pyramid_directions`] appended to `out`.
-pub fn pyramid_directions_into(
+/// (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, i = 0, …, k − 1: the angles of
+/// [`pyramid_directions`].
+pub fn pyramid_angles(k: usize) -> Vec<(f64, f64)> {
+    (0..k)
+        .map(|i| {
+            let theta = 2.0 * std::f64::consts::PI * i as f64 / k as f64;
+            (theta.cos(), theta.sin())
+        })
+        .collect()
+}
+
+/// [`pyramid_directions`] at the `angles` of [`pyramid_angles`] (k of
+/// them), appended to `out`.
+pub fn pyramid_directions_at(
     normal: &Vector3<f64>,
     up: &Vector3<f64>,
-    k: usize,
+    angles: &[(f64, f64)],
     out: &mut Vec<Vector3<f64>>,
 ) {
     let cross = normal.cross(up);
-    let t1 = if cross.norm() > 1e-9 {
-        cross.normalize()
+    let length = cross.norm();
+    // `cross / length` is nalgebra's `normalize`, without its second norm.
+    let t1 = if length > 1e-9 {
+        cross / length
     } else {
         // n̄ is vertical: the fixed perpendicular is the horizontal axis of least
         // alignment with n̄ (x for a z-up world).
@@ -494,26 +508,5 @@ pub fn pyramid_directions_into(
         (axis - normal * normal.dot(&axis)).normalize()
     };
     let t2 = t1.cross(normal);
-    // (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, computed once per k and thread: every
-    // contact of every step needs them.
-    type Tables = Vec<(usize, Vec<(f64, f64)>)>;
-    thread_local! {
-        static ANGLES: std::cell::RefCell<Tables> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    ANGLES.with_borrow_mut(|tables| {
-        let index = match tables.iter().position(|(n, _)| *n == k) {
-            Some(index) => index,
-            None => {
-                let table = (0..k)
-                    .map(|i| {
-                        let theta = 2.0 * std::f64::consts::PI * i as f64 / k as f64;
-                        (theta.cos(), theta.sin())
-                    })
-                    .collect();
-                tables.push((k, table));
-                tables.len() - 1
-            }
-        };
-        out.extend(tables[index].1.iter().map(|&(c, s)| t1 * c + t2 * s));
-    })
+    out.extend(angles.iter().map(|&(c, s)| t1 * c + t2 * s));
 }
