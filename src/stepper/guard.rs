@@ -96,7 +96,7 @@ impl Guard {
                 for &i in &self.working {
                     let c = &contacts[i];
                     if self.weight[i].is_nan() {
-                        self.weight[i] = c.jacobian.coupling(0, &c.jacobian, 0, diagonal);
+                        self.weight[i] = c.jacobian.self_coupling::<1>(diagonal)[0][0];
                     }
                     let weight = self.weight[i];
                     if weight.is_nan() || weight <= 0.0 {

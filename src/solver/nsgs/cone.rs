@@ -133,17 +133,22 @@ impl<'a, 'w> Participation<'a, 'w> {
 /// The Delassus block of rows 0..3 (n, t₁, t₂) of one contact; in the plane
 /// of rows 0..2 (n, t), with 1 for the absent second tangent.
 pub(super) fn delassus(jac: &ContactJacobian, w: &[f64], planar: bool) -> Matrix3<f64> {
-    let rows = if planar { 2 } else { 3 };
     let mut block = Matrix3::zeros();
-    if planar {
-        block[(2, 2)] = 1.0;
-    }
-    for a in 0..rows {
-        for b in a..rows {
-            let value = jac.coupling(a, jac, b, w);
-            block[(a, b)] = value;
-            block[(b, a)] = value;
+    let mut fill = |upper: &[&[f64]]| {
+        for (a, row) in upper.iter().enumerate() {
+            for (b, &value) in row.iter().enumerate().skip(a) {
+                block[(a, b)] = value;
+                block[(b, a)] = value;
+            }
         }
+    };
+    if planar {
+        let [n, t] = jac.self_coupling::<2>(w);
+        fill(&[&n, &t]);
+        block[(2, 2)] = 1.0;
+    } else {
+        let [n, t1, t2] = jac.self_coupling::<3>(w);
+        fill(&[&n, &t1, &t2]);
     }
     block
 }
