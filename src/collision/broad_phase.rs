@@ -523,9 +523,8 @@ impl LastSweep {
 }
 
 /// The candidate body pairs of the rigid bodies at their `poses` into
-/// `broad.pairs`:
-/// the last sweep's when its boxes cover these ([`LastSweep`]), else a new
-/// sweep's.
+/// `broad.pairs`: the last sweep's when its boxes cover these
+/// ([`LastSweep`]), else a new sweep's.
 pub(super) fn body_pairs(
     system: &RigidSystem,
     poses: &[Pose],
