@@ -464,17 +464,8 @@ fn coefficients(params: &Params) -> Coefficients {
     }
 }
 
-/// Builds the k friction directions of Stewart–Trinkle §3 in the world: t₁ is
-/// n̄ × up normalized (or a fixed perpendicular when n̄ is vertical), t₂ = t₁ × n̄
-/// and t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ with θᵢ = 2πi/k.
-pub fn pyramid_directions(normal: &Vector3<f64>, up: &Vector3<f64>, k: usize) -> Vec<Vector3<f64>> {
-    let mut out = Vec::with_capacity(k);
-    pyramid_directions_at(normal, up, &pyramid_angles(k), &mut out);
-    out
-}
-
 /// (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, i = 0, …, k − 1: the angles of
-/// [`pyramid_directions`].
+/// [`pyramid_directions_at`].
 pub fn pyramid_angles(k: usize) -> Vec<(f64, f64)> {
     (0..k)
         .map(|i| {
@@ -484,8 +475,10 @@ pub fn pyramid_angles(k: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// [`pyramid_directions`] at the `angles` of [`pyramid_angles`] (k of
-/// them), appended to `out`.
+/// Appends the k friction directions of Stewart–Trinkle §3 in the world to
+/// `out`: t₁ is n̄ × up normalized (or a fixed perpendicular when n̄ is
+/// vertical), t₂ = t₁ × n̄ and t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ at the k
+/// `angles` of [`pyramid_angles`].
 pub fn pyramid_directions_at(
     normal: &Vector3<f64>,
     up: &Vector3<f64>,
