@@ -53,7 +53,9 @@ use super::step::ActiveSet;
 use super::step::{Detached, Solver, Step};
 use crate::collision::{ContactSet, Reaches};
 use crate::lcp::LcpStatus;
-use crate::model::{Contact, ContactId, MassInverse, Model, Other, RigidSystem, State};
+use crate::model::{
+    Contact, ContactId, ContactJacobian, MassInverse, Model, Other, RigidSystem, State,
+};
 use crate::params::{Params, SolverKind};
 use crate::solver::planar_impact::{PlanarContact, PlanarImpactLcp};
 use crate::solver::{Activation, ContactProblem, ContactSolution, Failed, Form, PlanarSolve};
@@ -533,6 +535,14 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
 /// tolerance, while its impulses do positive work ([`contact_work`]).
 const ENERGY_TIGHTENINGS: usize = 3;
 
+/// Row r of a contact's Jacobian times v, for each r asked: n and the four
+/// directions of a granular contact in one pass over its blocks, the same
+/// sums as a row at a time.
+fn row_dots<'a>(jac: &'a ContactJacobian, v: &'a DVector<f64>) -> impl Fn(usize) -> f64 + 'a {
+    let five = (jac.friction_count() == 4).then(|| jac.dots::<5>(v));
+    move |r| five.map_or_else(|| jac.dot(r, v), |d| d[r])
+}
+
 /// The positive work, as a share of the sum of its terms' magnitudes, taken
 /// for round-off.
 const WORK_ROUND_OFF: f64 = 1e-12;
@@ -554,13 +564,10 @@ fn contact_work(
     let (mut work, mut scale) = (0.0, 0.0);
     for (j, c) in contacts.iter().enumerate() {
         let k = c.jacobian.friction_count();
-        // The rows in one pass where the granular scenes' contacts have
-        // them all (the same sums as a row at a time).
-        let five = (k == 4).then(|| c.jacobian.dots::<5>(&mean));
+        let dot = row_dots(&c.jacobian, &mean);
         let mut add = |impulse: f64, row: usize| {
             if impulse != 0.0 {
-                let dot = five.map_or_else(|| c.jacobian.dot(row, &mean), |d| d[row]);
-                let term = impulse * dot;
+                let term = impulse * dot(row);
                 work += term;
                 scale += term.abs();
             }
@@ -696,11 +703,7 @@ impl Posing<'_, '_> {
         for (c, &(eps_n, eps_t)) in contacts.iter().zip(restitution.iter()) {
             let jac = &c.jacobian;
             let k = jac.friction_count();
-            // n and the directions in one pass over the blocks where the
-            // granular scenes' contacts have them all (the same sums as a
-            // row at a time).
-            let five = (k == 4).then(|| jac.dots::<5>(u_start));
-            let row = |r: usize| five.map_or_else(|| jac.dot(r, u_start), |d| d[r]);
+            let row = row_dots(jac, u_start);
             normal_terms.push(normal_term(open, c, eps_n, row(0)));
             friction_terms.extend((0..k).map(|i| eps_t * row(i + 1)));
         }
