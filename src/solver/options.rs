@@ -102,6 +102,12 @@ pub struct LemkeSettings {
     /// velocities (a stack of n equal bodies stays below 10²; a gram under
     /// 10⁸ kg reaches 10¹¹).
     pub polish_cancellation: f64,
+    /// A solve that took no pivot (its warm basis held: bodies at rest) is
+    /// refined in velocity space at that basis when its relative residual
+    /// exceeds this, far below Lemke's acceptance: boxes resting face to
+    /// face then stay at rest to rounding instead of drifting by
+    /// nanometres a step.
+    pub polish_resting: f64,
     /// The smallest velocity scale, m/s (a body at rest still has a scale).
     pub velocity_floor: f64,
 }
@@ -116,6 +122,7 @@ impl Default for LemkeSettings {
             compliance_continuation: 4,
             remember_regularization_from: 100,
             polish_cancellation: 1e4,
+            polish_resting: 1e-13,
             velocity_floor: 1e-3,
         }
     }
