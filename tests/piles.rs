@@ -209,6 +209,30 @@ fn the_wall_stands_with_its_gaps_and_energy_in_one_solve_a_step() {
     );
 }
 
+/// The wall standing, at its k = 4, until the ball arrives (0.45 s), with
+/// its top course's last brick 1 mm further in: as shipped, that brick
+/// overhangs its one support by 0.5 mm and tips off from the first step,
+/// and its contacts change every step. Standing, the wall takes no pivot
+/// after its first step, which has no warm basis: the bricks stay at rest
+/// to rounding, each step's LCP is the one before, and its warm basis is
+/// already the solution's (measured: 1,252 pivots in the first step, then
+/// none).
+#[test]
+fn the_standing_wall_takes_no_pivot_after_its_first_step() {
+    let path = common::project_dir().join("scenes/wall.ron");
+    let shipped = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let tipping = "mass: 2.0, position: (0.4523, 0.0, 0.750)";
+    assert_eq!(shipped.matches(tipping).count(), 1, "brick8_5 as shipped");
+    let source = shipped.replace(tipping, "mass: 2.0, position: (0.4513, 0.0, 0.750)");
+    let mut sim = Simulation::new(scene::parse(&source, &path).unwrap_or_else(|e| panic!("{e}")));
+    let (deepest, rise, unsolved, costs) = guarantees_and_costs(&mut sim, 0.45);
+    assert_eq!(unsolved, 0, "every LCP of the wall is solved");
+    assert!(deepest >= -1e-6, "deepest gap {deepest} m");
+    assert!(rise <= 1e-9, "energy rose by {rise} (relative) in one step");
+    let later = costs[1..].iter().map(|c| c.pivots).max().unwrap_or(0);
+    assert_eq!(later, 0, "pivots in a step after the first");
+}
+
 /// The wall's whole 5 s at its shipped settings: the ball arrives at
 /// t = 0.5 s, pushes bricks out of the courses, and the wall settles again
 /// by t = 1.6 s. Every LCP solved, no step ends with a gap below −1e-6 m, no
