@@ -238,7 +238,7 @@ fn the_standing_wall_takes_no_pivot_after_its_first_step() {
 /// by t = 1.6 s. Every LCP solved, no step ends with a gap below −1e-6 m, no
 /// step raises the total energy by more than 1e-9 (relative). Measured
 /// (release, one thread): deepest gap −9.8e-7 m at the impact (t = 0.515 s),
-/// largest rise 1.2e-13, 527 s for the 1,000 steps, most of it on eight
+/// largest rise 1.2e-13, 431 s for the 1,000 steps, most of it on eight
 /// steps of the impact and of bricks landing (t = 0.505–1.025 s) whose
 /// Lemke runs take 10⁵ pivots or more (the most 1.16·10⁶); the settled wall
 /// takes no pivots. The ball moves 25 of the 40 bricks by more than 1 cm
