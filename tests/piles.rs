@@ -225,12 +225,22 @@ fn the_standing_wall_takes_no_pivot_after_its_first_step() {
     assert_eq!(shipped.matches(tipping).count(), 1, "brick8_5 as shipped");
     let source = shipped.replace(tipping, "mass: 2.0, position: (0.4513, 0.0, 0.750)");
     let mut sim = Simulation::new(scene::parse(&source, &path).unwrap_or_else(|e| panic!("{e}")));
-    let (deepest, rise, unsolved, costs) = guarantees_and_costs(&mut sim, 0.45);
-    assert_eq!(unsolved, 0, "every LCP of the wall is solved");
-    assert!(deepest >= -1e-6, "deepest gap {deepest} m");
-    assert!(rise <= 1e-9, "energy rose by {rise} (relative) in one step");
+    stands_without_a_pivot_after_the_first_step(&mut sim, 0.45, "the wall");
+}
+
+/// Runs `sim` for `seconds` and asserts the guarantees (every LCP solved,
+/// no end gap below −1e-6 m, no energy rise above 1e-9 relative) and that
+/// no step after the first takes a pivot; `what` names the run.
+fn stands_without_a_pivot_after_the_first_step(sim: &mut Simulation, seconds: f64, what: &str) {
+    let (deepest, rise, unsolved, costs) = guarantees_and_costs(sim, seconds);
+    assert_eq!(unsolved, 0, "{what}: every LCP solved");
+    assert!(deepest >= -1e-6, "{what}: deepest gap {deepest} m");
+    assert!(
+        rise <= 1e-9,
+        "{what}: energy rose by {rise} (relative) in one step"
+    );
     let later = costs[1..].iter().map(|c| c.pivots).max().unwrap_or(0);
-    assert_eq!(later, 0, "pivots in a step after the first");
+    assert_eq!(later, 0, "{what}: pivots in a step after the first");
 }
 
 /// The wall's whole 5 s at its shipped settings: the ball arrives at
@@ -282,18 +292,17 @@ fn the_wall_hit_by_the_ball_keeps_its_gaps_and_energy_for_five_seconds() {
 /// take tens to hundreds of pivots.
 #[test]
 fn a_pyramid_at_rest_takes_no_pivot_after_its_first_step() {
-    let path = common::project_dir().join("benches/scenes/corner_pyramid.ron");
     for edges in [4, 8, 16] {
-        let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let mut sim = Simulation::new(scene);
+        let mut sim = corner_pyramid();
         sim.params.edges = edges;
-        let (deepest, rise, unsolved, costs) = guarantees_and_costs(&mut sim, 0.5);
-        assert_eq!(unsolved, 0, "k = {edges}: every LCP solved");
-        assert!(deepest >= -1e-6, "k = {edges}: deepest gap {deepest} m");
-        assert!(rise <= 1e-9, "k = {edges}: energy rose by {rise}");
-        let later = costs[1..].iter().map(|c| c.pivots).max().unwrap_or(0);
-        assert_eq!(later, 0, "k = {edges}: pivots in a step after the first");
+        stands_without_a_pivot_after_the_first_step(&mut sim, 0.5, &format!("k = {edges}"));
     }
+}
+
+/// The worst-case benchmark's corner pyramid at its own settings (k = 16).
+fn corner_pyramid() -> Simulation {
+    let path = common::project_dir().join("benches/scenes/corner_pyramid.ron");
+    Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// The worst-case benchmark's pyramid of fourteen boxes whose corners meet
@@ -308,9 +317,7 @@ fn a_pyramid_at_rest_takes_no_pivot_after_its_first_step() {
 #[test]
 #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn the_corner_pyramid_stands_at_sixteen_edges_with_its_gaps_and_energy() {
-    let path = common::project_dir().join("benches/scenes/corner_pyramid.ron");
-    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(scene);
+    let mut sim = corner_pyramid();
     assert_eq!(sim.params.edges, 16);
     let start = sim.state.q.clone();
     let (deepest, rise, unsolved) = guarantees(&mut sim, 1.0);
