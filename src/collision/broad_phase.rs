@@ -46,14 +46,19 @@ pub struct SweepSpace {
     /// (the plain sweep).
     order: Vec<(f64, usize)>,
     /// Each small body's row (its cells across the sweep axis), its box's
-    /// lower end along the axis and its index, sorted.
-    cells: Vec<(i64, i64, f64, usize)>,
+    /// lower end along the axis (as [`ordered`] bits, which sort as
+    /// `f64::total_cmp` orders the floats) and its index, sorted.
+    cells: Vec<(i64, i64, i64, usize)>,
     /// The rows: cell indices and their range in `cells`.
     rows: Vec<(i64, i64, usize, usize)>,
-    /// Bodies too large for a row, tested against every other.
+    /// Bodies too large for a row, tested against the rows they reach.
     large: Vec<usize>,
     /// Whether each body is in `large`.
     is_large: Vec<bool>,
+    /// The small boxes in the rows' order ([`Slot`]).
+    slots: Vec<Slot>,
+    /// The large bodies sorted by their boxes' lower ends along the axis.
+    large_order: Vec<(f64, usize)>,
     /// Half extents across the sweep axis, for the median.
     extents: Vec<f64>,
     /// The second thread's pairs, and the two halves merged.
@@ -64,8 +69,20 @@ pub struct SweepSpace {
     sort_b: PairSort,
 }
 
-/// The work space of [`sort_pairs`]: the buckets' starts and fill, and the
-/// sorted pairs (then the list they replaced).
+/// A small box in a row of the sweep: its centre and half extents, m, its
+/// lower end along the sweep axis with the pad, and its body; one cache
+/// line each.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(align(64))]
+struct Slot {
+    c: [f64; 3],
+    h: [f64; 3],
+    lo: f64,
+    body: usize,
+}
+
+/// The work space of [`sort_pairs`]: the counts' starts and fill, and the
+/// pairs after the first pass.
 #[derive(Debug, Clone, Default)]
 struct PairSort {
     starts: Vec<usize>,
@@ -84,15 +101,21 @@ struct PairSort {
 /// its four neighbours ahead, two sorted lists at a time. Two boxes that
 /// come within the margin across the axis have centres at most a cell
 /// apart, so every pair is found once. A box more than twice the
-/// median's extent across the axis (a silo's wall, a table) is tested
-/// against every other. A sweep along one axis alone visits every body in
-/// a slab as wide as a grain: the 5,000-grain silo's column has a few
-/// hundred grains in each, and the sweep took 4 ms of a 57 ms step. When
-/// more than a quarter of the boxes are large (a pile of mixed bodies) or
-/// more than [`MOST_LARGE`], or there are few boxes, the plain sweep along
-/// the axis is used. With `threads` 2 and at least [`PARALLEL_BODIES`]
-/// boxes, two threads sweep half the rows each and their sorted pairs are
-/// merged: the same list.
+/// median's extent across the axis (a silo's wall, a table) is large: it
+/// is tested against the small boxes of the rows it reaches, from the
+/// lowest lower end along the axis that can still meet it, and the large
+/// boxes against each other by the plain sweep. A sweep along one axis
+/// alone visits every body in a slab as wide as a grain (a few hundred in
+/// the 5,000-grain silo's column). When more than a quarter of the boxes
+/// are large (a pile of mixed bodies), or there are few boxes, the plain
+/// sweep along the axis is used. With `threads` 2 and at least
+/// [`PARALLEL_BODIES`] boxes, two threads sweep the rows of half the small
+/// boxes each and their sorted pairs are merged: the same list.
+///
+/// The small boxes are read in the rows' order from copies, one cache line
+/// each ([`Slot`]), and a pair's test decides whether it stays written
+/// instead of branching: the test passes about half the time, and a
+/// branch on it is mispredicted as often.
 pub fn candidate_pairs_into(
     boxes: &[(Vector3<f64>, Vector3<f64>)],
     margin: f64,
@@ -133,10 +156,11 @@ pub fn candidate_pairs_into(
     let limit = 2.0 * median;
     // Non-finite boxes are large too: tested against every other, they are
     // left to the narrow phase, which rejects them.
-    let small = |i: usize| {
+    let finite = |i: usize| {
         let (c, h) = boxes[i];
-        extent(i) <= limit && c.iter().chain(h.iter()).all(|x| x.is_finite())
+        c.iter().chain(h.iter()).all(|x| x.is_finite())
     };
+    let small = |i: usize| extent(i) <= limit && finite(i);
     space.is_large.clear();
     space.is_large.extend((0..n).map(|i| !small(i)));
     space.large.clear();
@@ -146,7 +170,7 @@ pub fn candidate_pairs_into(
         .fold(0.0_f64, |m, i| m.max(extent(i)));
     let cell = 2.0 * (widest + pad);
     let large = space.large.len();
-    if n < 8 || large > MOST_LARGE.min(n / 4) || !(cell > 0.0 && cell.is_finite()) {
+    if n < 8 || large > n / 4 || !(cell > 0.0 && cell.is_finite()) {
         sweep_along(boxes, axis, pad, &apart, &mut space.order, pairs);
         pairs.sort_unstable();
         return;
@@ -158,14 +182,14 @@ pub fn candidate_pairs_into(
         .extend((0..n).filter(|&i| !space.is_large[i]).map(|i| {
             let (c, h) = boxes[i];
             let second = across.get(1).map_or(0, |&x| index(c[x]));
-            (index(c[across[0]]), second, c[axis] - h[axis] - pad, i)
+            (
+                index(c[across[0]]),
+                second,
+                ordered(c[axis] - h[axis] - pad),
+                i,
+            )
         }));
-    space.cells.sort_unstable_by(|a, b| {
-        (a.0, a.1)
-            .cmp(&(b.0, b.1))
-            .then(a.2.total_cmp(&b.2))
-            .then(a.3.cmp(&b.3))
-    });
+    space.cells.sort_unstable();
     space.rows.clear();
     let mut start = 0;
     for k in 1..=space.cells.len() {
@@ -175,18 +199,52 @@ pub fn candidate_pairs_into(
             start = k;
         }
     }
+    // The small boxes in the rows' order, each on a cache line of its own:
+    // the sweep reads them in that order.
+    space.slots.clear();
+    space
+        .slots
+        .extend(space.cells.iter().map(|&(_, _, _, body)| {
+            let (c, h) = boxes[body];
+            Slot {
+                c: c.into(),
+                h: h.into(),
+                lo: c[axis] - h[axis] - pad,
+                body,
+            }
+        }));
+    // The large boxes by their lower ends along the axis, for their sweep
+    // among themselves; and how far a small box reaches along it.
+    space.large_order.clear();
+    space.large_order.extend(
+        space
+            .large
+            .iter()
+            .filter(|&&i| finite(i))
+            .map(|&i| (boxes[i].0[axis] - boxes[i].1[axis] - pad, i)),
+    );
+    space
+        .large_order
+        .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let longest = space.slots.iter().fold(0.0_f64, |m, s| m.max(s.h[axis]));
     let SweepSpace {
-        cells,
+        slots,
         rows,
         large,
-        is_large,
+        large_order,
         pairs_b,
         merged,
         sort,
         sort_b,
         ..
     } = space;
-    let (cells, rows, large, is_large) = (&*cells, &*rows, &*large, &*is_large);
+    let (slots, rows, large, large_order) = (&*slots, &*rows, &*large, &*large_order);
+    // Whether two boxes (centre, half extents) come within the margin on
+    // every axis: the negation of [`boxes_apart`] for finite boxes.
+    let planar = axes < 3;
+    let meets = |ca: &[f64; 3], ha: &[f64; 3], cb: &[f64; 3], hb: &[f64; 3]| {
+        (0..axes).all(|x| (ca[x] - cb[x]).abs() <= ha[x] + hb[x] + 2.0 * pad)
+    };
     // The rows `rows[part]` against themselves and their neighbours ahead,
     // and, with `large_too`, the large boxes against every body, into
     // `pairs`, sorted.
@@ -197,9 +255,19 @@ pub fn candidate_pairs_into(
         // Cell k's box against the boxes of cells `ahead` (sorted by their
         // lower ends) that start before it ends.
         let mut meet = |k: usize, ahead: std::ops::Range<usize>| {
-            let (c, h) = boxes[cells[k].3];
-            let lows = cells[ahead].iter().map(|&(_, _, lo, b)| (lo, b));
-            meet_ahead(cells[k].3, c[axis] + h[axis] + pad, lows, &apart, pairs);
+            let a = &slots[k];
+            let top = a.c[axis] + a.h[axis] + pad;
+            for b in &slots[ahead] {
+                if b.lo > top {
+                    break;
+                }
+                // Without a branch on the test, which passes about half
+                // the time: the pair is written, and kept or not.
+                let within = |x: usize| (a.c[x] - b.c[x]).abs() <= a.h[x] + b.h[x] + 2.0 * pad;
+                let hit = within(0) & within(1) & (planar | within(2));
+                pairs.push((a.body.min(b.body), a.body.max(b.body)));
+                pairs.truncate(pairs.len() - usize::from(!hit));
+            }
         };
         for &(r, s, start, end) in &rows[part] {
             // Within the row.
@@ -217,7 +285,7 @@ pub fn candidate_pairs_into(
                 // first meets the other's boxes that start before it ends.
                 let (mut a, mut b) = (start, other);
                 while a < end && b < other_end {
-                    if cells[a].2 <= cells[b].2 {
+                    if slots[a].lo <= slots[b].lo {
                         meet(a, b..other_end);
                         a += 1;
                     } else {
@@ -228,16 +296,64 @@ pub fn candidate_pairs_into(
             }
         }
         if large_too {
+            // Each large box against the small boxes of the rows it
+            // reaches: a small box that meets it within the margin has its
+            // centre at most the large box's half extent plus the widest
+            // small one's plus the two pads away across the axis, and its
+            // lower end along the axis at most twice the longest small
+            // half extent plus the pads below the large box's.
             for &i in large {
-                for (j, &j_large) in is_large.iter().enumerate() {
-                    // Large with large once, at the first of the two.
-                    if j == i || (j_large && j < i) {
+                let (c, h) = boxes[i];
+                if !finite(i) {
+                    // Against every other body, each pair of two such
+                    // boxes once: left to the narrow phase, which rejects
+                    // them.
+                    for j in (0..n).filter(|&j| j != i && (finite(j) || j > i)) {
+                        if !apart(i, j) {
+                            pairs.push((i.min(j), i.max(j)));
+                        }
+                    }
+                    continue;
+                }
+                // A relative slack keeps rounding from dropping a pair
+                // that touches exactly; the box test decides.
+                let range = |x: usize| {
+                    let reach = (h[x] + widest + 2.0 * pad) * (1.0 + 1e-9);
+                    (index(c[x] - reach), index(c[x] + reach))
+                };
+                let (r0, r1) = range(across[0]);
+                let (s0, s1) = across.get(1).map_or((0, 0), |&x| range(x));
+                let first = rows.partition_point(|row| (row.0, row.1) < (r0, s0));
+                let last = rows.partition_point(|row| (row.0, row.1) <= (r1, s1));
+                let low = c[axis] - h[axis] - pad - 2.0 * (longest + pad) * (1.0 + 1e-9);
+                let top = c[axis] + h[axis] + pad;
+                for &(_, s, start, end) in &rows[first..last.max(first)] {
+                    if s < s0 || s > s1 {
                         continue;
                     }
-                    if !apart(i, j) {
-                        pairs.push((i.min(j), i.max(j)));
+                    let row = &slots[start..end];
+                    let from = row.partition_point(|slot| slot.lo < low);
+                    let (c, h) = (c.into(), h.into());
+                    for b in &row[from..] {
+                        if b.lo > top {
+                            break;
+                        }
+                        if meets(&c, &h, &b.c, &b.h) {
+                            pairs.push((i.min(b.body), i.max(b.body)));
+                        }
                     }
                 }
+            }
+            // The large boxes among themselves, by the plain sweep.
+            for (k, &(_, a)) in large_order.iter().enumerate() {
+                let (ca, ha) = boxes[a];
+                meet_ahead(
+                    a,
+                    ca[axis] + ha[axis] + pad,
+                    large_order[k + 1..].iter().copied(),
+                    &apart,
+                    pairs,
+                );
             }
         }
         sort_pairs(pairs, n, sort);
@@ -248,7 +364,9 @@ pub fn candidate_pairs_into(
     match parallel(threads, n, PARALLEL_BODIES) {
         None => sweep_rows(0..rows.len(), true, pairs, sort),
         Some(helper) => {
-            let half = rows.len() / 2;
+            // Half the small boxes each (the rows' sizes vary: a silo's
+            // bin holds more than its hopper).
+            let half = rows.partition_point(|row| row.2 < slots.len() / 2);
             pairs_b.clear();
             both(
                 Some(helper),
@@ -275,12 +393,11 @@ pub fn candidate_pairs_into(
     }
 }
 
-/// Sorts `pairs` (i, j), i < j, of `n` bodies, each pair once: counted
-/// into buckets by i, then each bucket (a body's few neighbours ahead) by
-/// j. The same order as a comparison sort, in time linear in the pairs and
-/// bodies: the sweep's pairs come out row by row, and sorting them by
-/// comparison was a tenth of a granular search.
-fn sort_pairs(pairs: &mut Vec<(usize, usize)>, n: usize, space: &mut PairSort) {
+/// Sorts `pairs` (i, j), i < j, of `n` bodies, each pair once: a stable
+/// counting sort by j, then one by i (least significant key first). The
+/// same order as a comparison sort, in time linear in the pairs and
+/// bodies: the sweep's pairs come out row by row.
+fn sort_pairs(pairs: &mut [(usize, usize)], n: usize, space: &mut PairSort) {
     if pairs.len() < 64 {
         pairs.sort_unstable();
         return;
@@ -290,29 +407,38 @@ fn sort_pairs(pairs: &mut Vec<(usize, usize)>, n: usize, space: &mut PairSort) {
         next,
         sorted,
     } = space;
-    starts.clear();
-    starts.resize(n + 1, 0);
-    for &(i, _) in pairs.iter() {
-        starts[i + 1] += 1;
-    }
-    for i in 0..n {
-        starts[i + 1] += starts[i];
-    }
-    next.clear();
-    next.extend_from_slice(starts);
     sorted.clear();
     sorted.resize(pairs.len(), (0, 0));
-    for &(i, j) in pairs.iter() {
-        sorted[next[i]] = (i, j);
-        next[i] += 1;
-    }
-    for i in 0..n {
-        let bucket = &mut sorted[starts[i]..starts[i + 1]];
-        if bucket.len() > 1 {
-            bucket.sort_unstable_by_key(|&(_, j)| j);
+    // By j, then by i: the second pass keeps the first's order within each
+    // i (a stable counting sort each).
+    let mut pass = |from: &[(usize, usize)],
+                    into: &mut [(usize, usize)],
+                    key: fn(&(usize, usize)) -> usize| {
+        starts.clear();
+        starts.resize(n + 1, 0);
+        for p in from {
+            starts[key(p) + 1] += 1;
         }
-    }
-    std::mem::swap(pairs, sorted);
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        next.clear();
+        next.extend_from_slice(starts);
+        for p in from {
+            let at = &mut next[key(p)];
+            into[*at] = *p;
+            *at += 1;
+        }
+    };
+    pass(pairs, sorted, |p| p.1);
+    pass(sorted, pairs, |p| p.0);
+}
+
+/// The bits of `x` as an integer that orders as [`f64::total_cmp`] orders
+/// the floats (its own implementation).
+fn ordered(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// The axes a broad phase compares: two in the plane, three in space.
@@ -339,10 +465,6 @@ fn boxes_apart(
 /// Bodies from which the broad phase's rows are swept on two threads:
 /// below, the handshake costs more than the second thread saves.
 pub const PARALLEL_BODIES: usize = 512;
-
-/// The most large boxes [`candidate_pairs_into`] tests against every body
-/// (each costs a pass over all of them); with more, the plain sweep.
-const MOST_LARGE: usize = 64;
 
 /// The plain sweep and prune along `axis`: every pair whose boxes overlap
 /// there within 2 `pad` is tested on every axis.
