@@ -21,9 +21,9 @@
 //! with ûⱼ = uⱼ + μ‖u_Tⱼ‖e_N De Saxcé's modified velocity (ε = 0 exactly at a
 //! solution; with no impulse anywhere the numerator alone). It costs a
 //! sweep's products, so each sweep first measures the light error
-//! √(Σ‖Δrⱼ‖²)/√(Σ‖rⱼ‖²) of its own updates, and ε is computed every 8
-//! sweeps, at the sweep limit, and when the light error times the ratio
-//! ε / light error of the last check falls below the tolerance.
+//! √(Σ‖Δrⱼ‖²)/√(Σ‖rⱼ‖²) of its own updates, and ε is computed when the
+//! light error times the ratio ε / light error of the last check falls
+//! below the tolerance, every 32 sweeps and at the sweep limit.
 //!
 //! The sweeps on the cone are combined by Anderson acceleration
 //! ([`DEFAULT_ACCELERATION`]): the impulses after a sweep are replaced by the
