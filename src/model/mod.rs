@@ -485,6 +485,9 @@ pub fn pyramid_directions_at(
     angles: &[(f64, f64)],
     out: &mut Vec<Vector3<f64>>,
 ) {
+    if angles.is_empty() {
+        return;
+    }
     let cross = normal.cross(up);
     let length = cross.norm();
     // `cross / length` is nalgebra's `normalize`, without its second norm.
