@@ -319,6 +319,11 @@ fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
         // The lift reads the normal rows alone.
         step.geometry
             .normal_contacts(&state.q, sc.reaches.margin(), &mut sc.start);
+        // A search further out finds nearly the same contacts: the lift
+        // starts from the last one's impulses.
+        if search > 0 {
+            sc.guard.start_next_from_last();
+        }
         lift = sc.guard.lift(
             sc.start.as_slice(),
             |c| c.gap + 0.5 * h * c.jacobian.normal_dot(v),
