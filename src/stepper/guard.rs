@@ -19,8 +19,8 @@ use crate::model::{Contact, ContactId};
 use nalgebra::DVector;
 use std::collections::HashMap;
 
-/// Projected sweeps over the working set, at most, before it
-/// is checked against every contact again.
+/// Projected sweeps over the working set in a round, at most, before the
+/// round ends with a check for contacts the lift took deeper.
 pub const SWEEPS: usize = 100;
 
 /// Times the working set may grow after its sweeps have converged (each
