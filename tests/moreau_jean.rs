@@ -351,6 +351,48 @@ fn inelastic_moreau_jean_and_stewart_trinkle_agree_on_a_ball_hitting_the_table()
     }
 }
 
+/// A ball touching the table leaves it at γ_N^A = 2 mm/s, slower than
+/// gravity brings it back within the step (g h = 9.81 mm/s). It is not
+/// struck: Newton's law with ε_N = 0 would stop it at γ_N^E = 0, and its
+/// impulse would work Λ_N γ_N^A/2 > 0 (the ball ending 1 µm higher, at
+/// rest: 7.8e-6 J gained). Held at γ_N^E ≥ −γ_N^A instead, the ball ends
+/// the step approaching at the speed it left (closed form), back at its
+/// height, and the energy does not rise.
+#[test]
+fn a_contact_that_separates_at_the_start_gains_no_energy_from_its_impulse() {
+    use contactlab::params::SolverKind;
+    let leave = 2e-3;
+    for solver in [SolverKind::Lemke, SolverKind::Nsgs] {
+        for (dimension, v, n) in [
+            ("Planar", [0.0, leave, 0.0], 1),
+            ("Spatial", [0.0, 0.0, leave], 2),
+        ] {
+            let mut sim = ball_on_table(dimension, v, StepperKind::MoreauJean);
+            sim.params.restitution = 0.0;
+            sim.params.solver = solver;
+            let height = sim.state.q[n];
+            let (k, p) = sim.energy();
+            let report = sim.step().expect("valid").clone();
+            assert_eq!(report.status, LcpStatus::Solved);
+            assert_eq!(report.active_contacts(), 1, "{solver:?} {dimension}");
+            let vn = sim.state.v[n];
+            assert!(
+                (vn + leave).abs() < 1e-12,
+                "{solver:?} {dimension}: v_n = {vn}, not −{leave}"
+            );
+            let rise = (sim.state.q[n] - height).abs();
+            assert!(rise < 1e-15, "{solver:?} {dimension}: moved {rise} m");
+            let (k2, p2) = sim.energy();
+            assert!(
+                k2 + p2 <= k + p + 1e-14,
+                "{solver:?} {dimension}: energy {} → {}",
+                k + p,
+                k2 + p2
+            );
+        }
+    }
+}
+
 #[test]
 fn impact_map_reverses_the_normal_velocity_by_e_and_slides_with_mu() {
     // A disk (J = m r²/2) hits at (1, −2) m/s with e = 0.5, μ = 0.3: Λ_N =

@@ -463,6 +463,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
         open: Depths::of(model, settings)
             .filter(|_| h > 0.0)
             .map(|(depths, _)| Open { lead, depths }),
+        at_rest: if h > 0.0 { tolerance / h } else { f64::INFINITY },
         solver: &mut step.solver,
         lcp_build: &mut step.lcp_build,
         terms: &mut sc.terms,
@@ -599,6 +600,9 @@ struct Posing<'s, 'a> {
     /// `None` for Newton's law on every contact (a linear system, the
     /// impact map).
     open: Option<Open<'a>>,
+    /// The separation speed γ_N^A up to which a contact counts as at rest
+    /// ([`normal_term`]): `relative_gap`·L / h (∞ for the impact map).
+    at_rest: f64,
     solver: &'s mut Solver<'a>,
     lcp_build: &'s mut std::time::Duration,
     terms: &'s mut Terms,
@@ -614,14 +618,40 @@ struct Open<'a> {
 }
 
 /// The normal term of `contact`'s law for the approach speed γ_N^A =
-/// `approach`: ε_N γ_N^A (12), or g/(γh) for a contact still open with
-/// ε_N = 0 under `open`.
-fn normal_term(open: Option<Open<'_>>, contact: &Contact, eps_n: f64, approach: f64) -> f64 {
-    match open {
+/// `approach`: ε_N γ_N^A (11), or g/(γh) for a contact still open with
+/// ε_N = 0 under `open`; γ_N^A itself where that is larger and the
+/// contact separates faster than `at_rest`.
+///
+/// A contact of 𝓗 that separates at u^A (γ_N^A > 0) is not struck, and
+/// Newton's law, meant for an approach, would hold it at γ_N^E ≥ −ε_N γ_N^A
+/// while it is pressed again: its impulse then works Λ_N(γ_N^A + γ_N^E)/2 > 0
+/// over the step, kinetic energy the step adds (a grain leaving a
+/// neighbour that gravity presses back within the step). With the term
+/// max(t, γ_N^A), t the law's own, ξ_N = γ_N^E + max(t, γ_N^A) ≥ 0 ⊥ Λ_N ≥ 0
+/// gives Λ_N(γ_N^A + γ_N^E)/2 = Λ_N(γ_N^A − max(t, γ_N^A))/2 ≤ 0: no normal
+/// impulse adds energy. For an approach the term is the law's own (ε_N γ_N^A
+/// ≥ γ_N^A with ε_N ≤ 1). A contact held at max = γ_N^A has a midpoint
+/// normal velocity of at least zero, so it ends the step no closer than it
+/// began. Separations slower than `at_rest` (the activation's resolution,
+/// `relative_gap`·L over the step) are round-off of a contact at rest and
+/// keep the law's own term: the work they leave is below Λ_N·`at_rest`/2.
+fn normal_term(
+    open: Option<Open<'_>>,
+    contact: &Contact,
+    eps_n: f64,
+    approach: f64,
+    at_rest: f64,
+) -> f64 {
+    let term = match open {
         Some(open) if eps_n == 0.0 && contact.gap > open.depths.pair(contact) => {
             contact.gap / open.lead
         }
         _ => eps_n * approach,
+    };
+    if approach > at_rest {
+        term.max(approach)
+    } else {
+        term
     }
 }
 
@@ -637,7 +667,7 @@ impl Posing<'_, '_> {
             return ContactSolution::empty(self.free);
         }
         let (model, params, free) = (self.model, self.params, self.free);
-        let (u_start, open) = (self.u_start, self.open);
+        let (u_start, open, at_rest) = (self.u_start, self.open, self.at_rest);
         let restitution = &mut self.terms.restitution;
         restitution.clear();
         restitution.extend(contacts.iter().map(|c| model.restitution(&c.id, params)));
@@ -662,7 +692,7 @@ impl Posing<'_, '_> {
                     let w_n = c.jacobian.dense_normal(dof);
                     let approach = w_n.dot(u_start);
                     PlanarContact {
-                        normal_term: normal_term(open, c, eps_n, approach),
+                        normal_term: normal_term(open, c, eps_n, approach, at_rest),
                         w_n,
                         w_t: t,
                         mu: params.mu,
@@ -696,7 +726,7 @@ impl Posing<'_, '_> {
     ) -> ContactSolution {
         let u_start = self.u_start;
         let refs: Vec<&Contact> = contacts.iter().collect();
-        let open = self.open;
+        let (open, at_rest) = (self.open, self.at_rest);
         let Terms {
             restitution,
             normal_terms,
@@ -709,7 +739,7 @@ impl Posing<'_, '_> {
             let jac = &c.jacobian;
             let k = jac.friction_count();
             let row = row_dots(jac, u_start);
-            normal_terms.push(normal_term(open, c, eps_n, row(0)));
+            normal_terms.push(normal_term(open, c, eps_n, row(0), at_rest));
             friction_terms.extend((0..k).map(|i| eps_t * row(i + 1)));
         }
         mu.clear();
@@ -850,6 +880,7 @@ mod tests {
                     u_start: &state.v,
                     free: &free,
                     open: None,
+                    at_rest: settings.relative_gap * model.length_scale() / h,
                     solver: &mut step.solver,
                     lcp_build: &mut step.lcp_build,
                     terms: &mut terms,
