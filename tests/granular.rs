@@ -194,7 +194,8 @@ fn impulses_within_a_loose_tolerance_do_no_work() {
 /// limit a scene gets when it sets neither) for 1 s, dropped into a box of
 /// four walls and poured through the silo's hopper: every step finishes at
 /// the tolerance, the energy never rises, and no contact ends a step deeper
-/// than the guards' bound (the guard depth of the largest grain's radius).
+/// than the guards' bound (the guard depth of the largest grain's radius)
+/// or than 1 % of the mean grain radius.
 #[test]
 #[ignore = "long suite: cargo test --release --no-default-features -- --ignored"]
 fn heaps_at_the_defaults_finish_every_step_without_gaining_energy() {
@@ -219,6 +220,10 @@ fn heaps_at_the_defaults_finish_every_step_without_gaining_energy() {
         assert!(
             deepest >= -bound * (1.0 + 1e-3),
             "{what}: {deepest} m deep, past {bound} m"
+        );
+        assert!(
+            deepest >= -0.01 * granular::RADIUS,
+            "{what}: {deepest} m deep, past 1 % of the mean radius"
         );
     }
 }

@@ -128,7 +128,7 @@ impl Default for StepSettings {
             zero: 1e-9,
             secant_round_off: 1e-9,
             activation_lead: 0.5,
-            guard_depth: 0.05,
+            guard_depth: 0.005,
             touching: 1e-6,
             touch_distance: 1e-9,
             max_collisions: 8,
