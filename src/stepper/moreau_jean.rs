@@ -95,6 +95,8 @@ struct Scratch {
     /// The gaps at q^A of the candidates whose linear start gap is past
     /// their depth, from `start` (NaN where it has none) ([`guard_end`]).
     true_start: HashMap<ContactId, f64>,
+    /// The least gap at q^A of each of their pairs (∞ where it has none).
+    pair_start: HashMap<(usize, Other), f64>,
 }
 
 /// The per-contact terms of one solve.
@@ -410,12 +412,17 @@ fn guard_end(
             - mid_lift.map_or(0.0, |d| c.jacobian.normal_dot(d))
     };
     // A start gap decides a floor only where it is past the depth: those
-    // contacts' gaps at q^A, from the midpoint's search there this step.
+    // contacts' gaps at q^A, from the midpoint's search there this step,
+    // by identity, else the deepest of their pair's (a grain that slid from
+    // a box's face onto its edge), else none: a pair the search, which
+    // takes every pair within its bodies' reach, did not find was open.
     sc.true_start.clear();
+    sc.pair_start.clear();
     if sc.searched {
         for c in sc.candidates.as_slice() {
             if linear(c) < -depths.pair(c) {
                 sc.true_start.insert(c.id, f64::NAN);
+                sc.pair_start.insert((c.id.a, c.id.b), f64::INFINITY);
             }
         }
         if !sc.true_start.is_empty() {
@@ -423,29 +430,36 @@ fn guard_end(
                 if let Some(gap) = sc.true_start.get_mut(&c.id) {
                     *gap = c.gap;
                 }
+                if let Some(gap) = sc.pair_start.get_mut(&(c.id.a, c.id.b)) {
+                    *gap = gap.min(c.gap);
+                }
             }
         }
     }
-    let true_start = &sc.true_start;
+    let (searched, true_start, pair_start) = (sc.searched, &sc.true_start, &sc.pair_start);
     let floor = |c: &Contact| {
         let depth = -depths.pair(c);
         let start = linear(c);
-        if start >= depth {
-            return depth;
+        if start >= depth || !searched {
+            return start.min(depth);
         }
-        match true_start.get(&c.id) {
-            Some(&gap) if !gap.is_nan() => gap.min(depth),
-            _ => start,
-        }
+        let found = match true_start.get(&c.id) {
+            Some(&gap) if !gap.is_nan() => gap,
+            _ => pair_start
+                .get(&(c.id.a, c.id.b))
+                .copied()
+                .unwrap_or(f64::INFINITY),
+        };
+        found.min(depth)
     };
-    let least = depths.least;
+    let tolerance = 1e-3 * depths.least;
     sc.guard.lift(
         sc.candidates.as_slice(),
         end,
         floor,
-        |_| 1e-3 * least,
+        |_| tolerance,
         inverse,
-        1e-3 * least,
+        tolerance,
     )
 }
 
