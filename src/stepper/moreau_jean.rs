@@ -520,11 +520,7 @@ fn solve(step: &mut Step<'_>, q_mid: &DVector<f64>, t_mid: f64, h: f64) -> Solve
         open: Depths::of(model, settings)
             .filter(|_| h > 0.0)
             .map(|(depths, _)| Open { lead, depths }),
-        at_rest: if h > 0.0 {
-            tolerance / h
-        } else {
-            f64::INFINITY
-        },
+        at_rest: at_rest(settings, model, h),
         solver: &mut step.solver,
         lcp_build: &mut step.lcp_build,
         terms: &mut sc.terms,
@@ -662,11 +658,22 @@ struct Posing<'s, 'a> {
     /// impact map).
     open: Option<Open<'a>>,
     /// The separation speed γ_N^A up to which a contact counts as at rest
-    /// ([`normal_term`]): `relative_gap`·L / h (∞ for the impact map).
+    /// ([`at_rest`]).
     at_rest: f64,
     solver: &'s mut Solver<'a>,
     lcp_build: &'s mut std::time::Duration,
     terms: &'s mut Terms,
+}
+
+/// The separation speed up to which a contact counts as at rest
+/// ([`normal_term`]): the activation's resolution, `relative_gap`·L, over
+/// the step (∞ for the impact map, h = 0).
+fn at_rest(settings: &StepSettings, model: &Model, h: f64) -> f64 {
+    if h > 0.0 {
+        settings.relative_gap * model.length_scale() / h
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// The law on the end gap of a contact still open (see [`Posing::open`]).
@@ -941,7 +948,7 @@ mod tests {
                     u_start: &state.v,
                     free: &free,
                     open: None,
-                    at_rest: settings.relative_gap * model.length_scale() / h,
+                    at_rest: at_rest(&settings, model, h),
                     solver: &mut step.solver,
                     lcp_build: &mut step.lcp_build,
                     terms: &mut terms,
