@@ -134,8 +134,11 @@ impl Guard {
                     continue;
                 };
                 self.lambda[i] = lambda;
-                c.jacobian.add_weighted_row(0, lambda, diagonal, &mut delta);
-                mark_moved(&mut self.moved, &mut self.moved_blocks, c);
+                let row = Packed::new(c, diagonal);
+                row.add_weighted(lambda, delta.as_mut_slice());
+                mark_moved(&mut self.moved, &mut self.moved_blocks, row.starts());
+                self.weight[i] = row.weight();
+                self.rows[i] = row;
                 self.visited[i] = true;
             }
             self.working.clear();
@@ -146,9 +149,8 @@ impl Guard {
             for sweep in 0..SWEEPS {
                 let mut worst = 0.0_f64;
                 for &i in &self.working {
-                    let c = &contacts[i];
                     if self.weight[i].is_nan() {
-                        self.rows[i] = Packed::new(c, diagonal);
+                        self.rows[i] = Packed::new(&contacts[i], diagonal);
                         self.weight[i] = self.rows[i].weight();
                     }
                     let weight = self.weight[i];
@@ -165,7 +167,7 @@ impl Guard {
                     if change != 0.0 {
                         self.lambda[i] = lambda;
                         row.add_weighted(change, delta.as_mut_slice());
-                        mark_moved(&mut self.moved, &mut self.moved_blocks, c);
+                        mark_moved(&mut self.moved, &mut self.moved_blocks, row.starts());
                     }
                 }
                 if worst <= tolerance {
@@ -308,6 +310,11 @@ impl Packed {
         out
     }
 
+    /// Where its blocks start.
+    fn starts(&self) -> &[usize] {
+        &self.starts[..self.blocks]
+    }
+
     /// nᵢᵀM⁻¹nᵢ (summed as [`crate::model::ContactJacobian::self_coupling`]).
     fn weight(&self) -> f64 {
         let mut sum = 0.0;
@@ -345,13 +352,13 @@ impl Packed {
     }
 }
 
-/// Marks contact c's blocks as moved by δ (`moved`, by block start) and
-/// lists those first moved (`blocks`).
-fn mark_moved(moved: &mut [bool], blocks: &mut Vec<usize>, c: &Contact) {
-    for b in c.jacobian.blocks() {
-        if !moved[b.start] {
-            moved[b.start] = true;
-            blocks.push(b.start);
+/// Marks the blocks that start at `starts` as moved by δ (`moved`, by
+/// block start) and lists those first moved (`blocks`).
+fn mark_moved(moved: &mut [bool], blocks: &mut Vec<usize>, starts: &[usize]) {
+    for &start in starts {
+        if !moved[start] {
+            moved[start] = true;
+            blocks.push(start);
         }
     }
 }
