@@ -103,9 +103,8 @@ impl Guard {
         self.working.clear();
         self.visited.clear();
         for (i, c) in contacts.iter().enumerate() {
-            let slack = base(c) - floor(c);
-            let lifted = slack < -depth(c);
-            self.slack.push(if lifted { slack } else { slack.max(0.0) });
+            let (slack, lifted) = target(c, &base, &floor, &depth);
+            self.slack.push(slack);
             self.visited.push(lifted);
             if lifted {
                 self.working.push(i);
@@ -230,6 +229,24 @@ impl Guard {
         self.working.len() > start
     }
 
+    /// Whether a displacement δ meets what [`Self::lift`] would ask of
+    /// each of `contacts`, within `tolerance`: a lift's result stands for
+    /// contacts added to the ones it was taken over when this holds for
+    /// them.
+    pub fn holds<'c>(
+        contacts: impl IntoIterator<Item = &'c Contact>,
+        base: impl Fn(&Contact) -> f64,
+        floor: impl Fn(&Contact) -> f64,
+        depth: impl Fn(&Contact) -> f64,
+        delta: &DVector<f64>,
+        tolerance: f64,
+    ) -> bool {
+        contacts.into_iter().all(|c| {
+            let (slack, _) = target(c, &base, &floor, &depth);
+            slack + c.jacobian.normal_dot(delta) >= -tolerance
+        })
+    }
+
     /// Makes the next [`Self::lift`] start from this one's impulses, each
     /// on the contact of its identity, and sweep those contacts from the
     /// start: for a lift over nearly the same contacts (the midpoint's
@@ -352,6 +369,21 @@ impl Packed {
     }
 }
 
+/// How far contact c's gap is above what a lift asks of it at δ = 0, and
+/// whether it is lifted: a gap more than its depth below its floor is
+/// lifted onto the floor (a negative slack), any other is kept from going
+/// deeper than the lesser of its base and floor (a slack of at least 0).
+fn target(
+    c: &Contact,
+    base: impl Fn(&Contact) -> f64,
+    floor: impl Fn(&Contact) -> f64,
+    depth: impl Fn(&Contact) -> f64,
+) -> (f64, bool) {
+    let slack = base(c) - floor(c);
+    let lifted = slack < -depth(c);
+    (if lifted { slack } else { slack.max(0.0) }, lifted)
+}
+
 /// Marks the blocks that start at `starts` as moved by δ (`moved`, by
 /// block start) and lists those first moved (`blocks`).
 fn mark_moved(moved: &mut [bool], blocks: &mut Vec<usize>, starts: &[usize]) {
@@ -429,6 +461,27 @@ mod tests {
         // Tight: δ₁ = 0.1, δ₂ − δ₁ = 0.2.
         assert!((delta[0] - 0.1).abs() < 1e-12, "{delta}");
         assert!((delta[1] - 0.3).abs() < 1e-12, "{delta}");
+    }
+
+    /// A lift over one contact stands for a second contact it leaves at
+    /// or above its target, and not for one it takes below it: a body
+    /// lifted off a wall at 0 by 0.1 towards a second body 0.3 away stands
+    /// (that gap ends at 0.2), 0.1 away too (touching), 0.05 away not
+    /// (−0.05).
+    #[test]
+    fn a_lift_holds_for_an_added_contact_only_above_its_target() {
+        let wall = [contact(&[1.0, 0.0], -0.1)];
+        let inverse_mass = DVector::from_vec(vec![1.0, 1.0]);
+        let delta = Guard::default()
+            .lift(&wall, |c| c.gap, |_| 0.0, |_| 1e-11, &inverse_mass, 1e-14)
+            .expect("lifted");
+        let holds = |gap: f64| {
+            let added = [contact(&[-1.0, 1.0], gap)];
+            Guard::holds(&added, |c| c.gap, |_| 0.0, |_| 1e-11, &delta, 1e-12)
+        };
+        assert!(holds(0.3));
+        assert!(holds(0.1));
+        assert!(!holds(0.05));
     }
 
     /// Only a gap past its depth is lifted; one the lift would take deeper

@@ -92,6 +92,9 @@ struct Scratch {
     lifted: Vec<f64>,
     /// Whether `start` holds this step's search at q^A.
     searched: bool,
+    /// The identities and gaps (as bits) of the midpoint guard's search
+    /// before the one in `start` ([`guard_midpoint`]).
+    searched_before: HashMap<ContactId, u64>,
     /// The gaps at q^A of the candidates whose linear start gap is past
     /// their depth, from `start` (NaN where it has none) ([`guard_end`]).
     true_start: HashMap<ContactId, f64>,
@@ -325,22 +328,46 @@ fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
                 0.0
             }
         });
+        if search > 0 {
+            sc.searched_before.clear();
+            sc.searched_before
+                .extend(sc.start.as_slice().iter().map(|c| (c.id, c.gap.to_bits())));
+        }
         // The lift reads the normal rows alone.
         step.geometry
             .normal_contacts(&state.q, sc.reaches.margin(), &mut sc.start);
         sc.searched = true;
-        // A search further out finds nearly the same contacts: the lift
-        // starts from the last one's impulses.
+        let base = |c: &Contact| c.gap + 0.5 * h * c.jacobian.normal_dot(v);
+        let floor = |c: &Contact| c.gap.min(0.0);
+        let tolerance = 1e-3 * depths.least;
         if search > 0 {
+            // The last lift stands unless it takes a contact this search
+            // adds (or finds at another gap) below its target: then no
+            // lift is taken again.
+            let before = &sc.searched_before;
+            let added = sc
+                .start
+                .as_slice()
+                .iter()
+                .filter(|c| before.get(&c.id) != Some(&c.gap.to_bits()));
+            let depth = |c: &Contact| depths.pair(c);
+            let holds = lift
+                .as_ref()
+                .is_some_and(|delta| Guard::holds(added, base, floor, depth, delta, tolerance));
+            if holds {
+                break;
+            }
+            // A search further out finds nearly the same contacts: the
+            // lift starts from the last one's impulses.
             sc.guard.start_next_from_last();
         }
         lift = sc.guard.lift(
             sc.start.as_slice(),
-            |c| c.gap + 0.5 * h * c.jacobian.normal_dot(v),
-            |c| c.gap.min(0.0),
+            base,
+            floor,
             |c| depths.pair(c),
             inverse,
-            1e-3 * depths.least,
+            tolerance,
         );
         // A lift pushes bodies on through the contacts it lifts: a grain
         // at rest under a falling one moves with it, by more than its own
@@ -349,7 +376,8 @@ fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>> {
         // reach covers the half-step's own travel (h/2)·(point speed)
         // twice; a body whose lift outruns the other half (and what was
         // added for its lift) is searched again with twice its lift added,
-        // and the lift is taken again with those contacts held too.
+        // and the lift is taken again with those contacts held too unless
+        // it already holds them.
         let Some(delta) = &lift else { break };
         let mut outran = false;
         for i in bodies.clone().filter(|&i| moving(i)) {
