@@ -133,11 +133,9 @@ impl Guard {
                     continue;
                 };
                 self.lambda[i] = lambda;
-                let row = Packed::new(c, diagonal);
+                let row = pack(&mut self.rows, &mut self.weight, i, c, diagonal);
                 row.add_weighted(lambda, delta.as_mut_slice());
                 mark_moved(&mut self.moved, &mut self.moved_blocks, row.starts());
-                self.weight[i] = row.weight();
-                self.rows[i] = row;
                 self.visited[i] = true;
             }
             self.working.clear();
@@ -149,8 +147,7 @@ impl Guard {
                 let mut worst = 0.0_f64;
                 for &i in &self.working {
                     if self.weight[i].is_nan() {
-                        self.rows[i] = Packed::new(&contacts[i], diagonal);
-                        self.weight[i] = self.rows[i].weight();
+                        pack(&mut self.rows, &mut self.weight, i, &contacts[i], diagonal);
                     }
                     let weight = self.weight[i];
                     if weight.is_nan() || weight <= 0.0 {
@@ -208,8 +205,7 @@ impl Guard {
                 if !self.visited[i] && !self.queued[i] {
                     self.queued[i] = true;
                     self.near.push(i);
-                    self.rows[i] = Packed::new(&contacts[i], diagonal);
-                    self.weight[i] = self.rows[i].weight();
+                    pack(&mut self.rows, &mut self.weight, i, &contacts[i], diagonal);
                 }
             }
         }
@@ -348,6 +344,7 @@ impl Packed {
         let mut sum = 0.0;
         for k in 0..self.blocks {
             let part = &v[self.starts[k]..];
+            // The same sum; a length the compiler knows is unrolled.
             if self.len == BLOCK {
                 sum += (0..BLOCK).map(|j| self.n[k][j] * part[j]).sum::<f64>();
             } else {
@@ -367,6 +364,20 @@ impl Packed {
             }
         }
     }
+}
+
+/// Packs contact c (index i) into `rows` with its `weight`, and returns
+/// the packed row.
+fn pack<'r>(
+    rows: &'r mut [Packed],
+    weight: &mut [f64],
+    i: usize,
+    c: &Contact,
+    diagonal: &[f64],
+) -> &'r Packed {
+    rows[i] = Packed::new(c, diagonal);
+    weight[i] = rows[i].weight();
+    &rows[i]
 }
 
 /// How far contact c's gap is above what a lift asks of it at δ = 0, and

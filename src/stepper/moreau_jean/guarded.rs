@@ -108,6 +108,7 @@ pub(super) fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>
         sc.searched = true;
         let base = |c: &Contact| c.gap + 0.5 * h * c.jacobian.normal_dot(v);
         let floor = |c: &Contact| c.gap.min(0.0);
+        let depth = |c: &Contact| depths.pair(c);
         let tolerance = 1e-3 * depths.least;
         if search > 0 {
             // The last lift stands unless it takes a contact this search
@@ -119,7 +120,6 @@ pub(super) fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>
                 .as_slice()
                 .iter()
                 .filter(|c| before.get(&c.id) != Some(&c.gap.to_bits()));
-            let depth = |c: &Contact| depths.pair(c);
             let holds = lift
                 .as_ref()
                 .is_some_and(|delta| Guard::holds(added, base, floor, depth, delta, tolerance));
@@ -130,14 +130,9 @@ pub(super) fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>
             // lift starts from the last one's impulses.
             sc.guard.start_next_from_last();
         }
-        lift = sc.guard.lift(
-            sc.start.as_slice(),
-            base,
-            floor,
-            |c| depths.pair(c),
-            inverse,
-            tolerance,
-        );
+        lift = sc
+            .guard
+            .lift(sc.start.as_slice(), base, floor, depth, inverse, tolerance);
         // A lift pushes bodies on through the contacts it lifts: a grain
         // at rest under a falling one moves with it, by more than its own
         // reach, towards contacts the search did not look for (a wall
