@@ -295,9 +295,12 @@ const BLOCK: usize = 6;
 /// the Jacobian's, to the bit.
 #[derive(Debug, Clone, Copy, Default)]
 struct Packed {
+    /// Where each block starts in the velocity, and how many blocks.
     starts: [usize; 2],
     blocks: usize,
+    /// Velocities per block (the same for every rigid body of a model).
     len: usize,
+    /// nᵢ on the blocks.
     n: [[f64; BLOCK]; 2],
     /// M⁻¹'s diagonal on the blocks.
     inverse: [[f64; BLOCK]; 2],
