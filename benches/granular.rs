@@ -10,8 +10,9 @@
 //! time per step against N (least squares on log–log). Criterion then times
 //! single steps of each silo where its run ended, and one search for its
 //! contacts there (`contacts_N`: the broad phase, the narrow phase and the
-//! contacts' Jacobians at the static margin, one thread), and the broad
-//! phase alone (`broad_N`: the candidate pairs, one thread).
+//! contacts' Jacobians at the static margin, one thread; `contacts_N_two_threads`
+//! the same on two), and the broad phase alone (`broad_N`: the candidate
+//! pairs, one thread).
 //!
 //! The runs are deterministic, but this 2-core virtual machine is not: the
 //! time of one run of the 1,000-grain silo moves by a third between runs
@@ -190,8 +191,13 @@ fn heap_rows(runs: usize) {
 
 /// One search for the contacts of `sim` where it stands, as a step's
 /// search at q^M makes it (the static margin, the circular cone's
-/// directions), on one thread, into a kept set.
-fn bench_contacts(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+/// directions), on `threads` threads, into a kept set.
+fn bench_contacts(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    sim: &Simulation,
+    threads: usize,
+) {
     let margin = sim.step_settings().static_margin(sim.model());
     let edges = sim.params.friction_edges();
     let mut set = ContactSet::default();
@@ -202,7 +208,7 @@ fn bench_contacts(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Si
             edges,
             margin,
             &mut set,
-            Search::on(1),
+            Search::on(threads),
             &mut Vec::new(),
         );
         set.len()
@@ -271,7 +277,10 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     for (n, sim) in ended {
         bench_step(&mut group, &format!("silo_{n}"), &sim);
-        bench_contacts(&mut group, &format!("contacts_{n}"), &sim);
+        bench_contacts(&mut group, &format!("contacts_{n}"), &sim, 1);
+        if threads() >= 2 {
+            bench_contacts(&mut group, &format!("contacts_{n}_two_threads"), &sim, 2);
+        }
         bench_broad(&mut group, &format!("broad_{n}"), &sim);
     }
     group.finish();
