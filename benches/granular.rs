@@ -191,7 +191,10 @@ fn heap_rows(runs: usize) {
 
 /// One search for the contacts of `sim` where it stands, as a step's
 /// search at q^M makes it (the static margin, the circular cone's
-/// directions), on `threads` threads, into a kept set.
+/// directions), on `threads` threads, into a kept set. Two threads are
+/// used as a step uses them: when the last measurement
+/// (`pair_thread::pays`, NSGS's first sweeps of the runs before) found them
+/// faster than one.
 fn bench_contacts(
     group: &mut BenchmarkGroup<'_, WallTime>,
     name: &str,
