@@ -100,6 +100,13 @@ pub struct LemkeOptions {
     /// alone fails `max_residual`; a wrong basis leaves some row violated by
     /// a physical amount, far above roundoff relative to its terms.
     pub max_backward_error: f64,
+    /// The fractions fᵢ ∈ [0, 1) of the perturbed retries' p = δ max(1,
+    /// ‖q‖∞) (1 + fᵢ) (see [`perturbed`]); `None`, or a length other than
+    /// the LCP's, gives fᵢ = {iφ}. A caller whose rows persist from one
+    /// solve to the next (contacts, by identity) passes fractions that
+    /// follow the rows, so that consecutive perturbed problems agree where
+    /// their rows do and a warm start stays near their solution.
+    pub perturbation: Option<Vec<f64>>,
 }
 
 impl Default for LemkeOptions {
@@ -116,6 +123,7 @@ impl Default for LemkeOptions {
             max_residual: 1e-6,
             product_form_from: PRODUCT_FORM_FROM,
             max_backward_error: 1e-13,
+            perturbation: None,
         }
     }
 }
@@ -267,9 +275,10 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
 /// when a run fails numerically (see [`perturbed`]).
 const PERTURBATIONS: [f64; 2] = [1e-8, 1e-7];
 
-/// Lemke cold from e on LCP(M, q + p), p = δ max(1, ‖q‖∞) (1 + {iφ}) with
-/// {iφ} the fractional part of i times the golden ratio, checked against
-/// the unperturbed q.
+/// Lemke on LCP(M, q + p), p = δ max(1, ‖q‖∞) (1 + fᵢ) with fᵢ the
+/// [`LemkeOptions::perturbation`] or else {iφ}, the fractional part of i
+/// times the golden ratio, from the warm starts and then cold, checked
+/// against the unperturbed q.
 ///
 /// The lexicographic rule is exact arithmetic's answer to degeneracy: it
 /// resolves ties as if q carried the perturbation (ε, ε², …, εⁿ) for an
@@ -293,9 +302,12 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
 ) -> Result<LcpSolution, LcpError> {
     const GOLDEN: f64 = 0.618_033_988_749_894_9;
     let scale = q.amax().max(1.0);
-    let shifted = DVector::from_fn(q.len(), |i, _| {
-        q[i] + delta * scale * (1.0 + (i as f64 * GOLDEN).fract())
-    });
+    let given = options
+        .perturbation
+        .as_deref()
+        .filter(|f| f.len() == q.len());
+    let fraction = |i: usize| given.map_or_else(|| (i as f64 * GOLDEN).fract(), |f| f[i]);
+    let shifted = DVector::from_fn(q.len(), |i, _| q[i] + delta * scale * (1.0 + fraction(i)));
     let n = m.size();
     let max_pivots = options.max_pivots.unwrap_or_else(|| default_max_pivots(n));
     // Checked against the unperturbed q: the final basis of the perturbed

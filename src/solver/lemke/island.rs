@@ -26,7 +26,7 @@ use super::operator::{ContactLcp, ContactLcpStorage};
 use super::polish::{complementary, polish};
 use super::{contact_options, solve_structured_or_fail, write_island};
 use crate::lcp::{Lcp, LcpSolution, LcpStatus, LemkeOptions};
-use crate::model::ContactId;
+use crate::model::{ContactId, Other};
 use crate::solver::ContactSolver;
 use crate::solver::options::LemkeSettings;
 use crate::solver::problem::{ContactProblem, Layout};
@@ -271,9 +271,14 @@ impl ContactSolver {
                 .then(|| frictionless_basis(&lcp, &scaled(&q), local, true))
                 .flatten()
         });
+        let perturbation = Some(perturbation_by_identity(
+            local.size(),
+            identity_rows(&lcp, ids, friction),
+        ));
         let options = LemkeOptions {
             warm_start,
             warm_fallback,
+            perturbation: perturbation.clone(),
             ..contact_options()
         };
         // The proximal centre: the impulses these contacts had in the
@@ -292,7 +297,10 @@ impl ContactSolver {
                 }
             }
         }
-        let cold = contact_options();
+        let cold = LemkeOptions {
+            perturbation,
+            ..contact_options()
+        };
         let mut pivots = 0;
         let mut outcome = None;
         for (attempt, (level, relax, warm)) in ladder(local.size(), rungs, settings, first)
@@ -460,9 +468,121 @@ impl ContactSolver {
     }
 }
 
+/// The fractions of Lemke's perturbed retries ([`LemkeOptions::perturbation`])
+/// for an island's rows, following the contacts' identities: each row
+/// (a contact's c_n, its β's, its λ) gets a key mixed from its contact's
+/// identity and its place in the contact, and the fractions are the keys'
+/// ranks, (rank + ½)/n. A contact that persists keeps its rows' order
+/// among the others whatever joins or leaves the island, where {iφ} of
+/// the row's index would change with every contact added before it (all
+/// of (29)'s c_n and λ rows follow the friction rows), and the perturbed
+/// problems of consecutive solves split each degenerate vertex alike.
+/// Evenly spaced ranks keep the entries 1/n apart, far above rounding.
+fn perturbation_by_identity(
+    size: usize,
+    rows: impl IntoIterator<Item = (usize, ContactId, u64)>,
+) -> Vec<f64> {
+    // splitmix64's finalizer (Steele, Lea & Flood 2014).
+    let mix = |x: u64| {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let key = |id: &ContactId, place: u64| {
+        let other = match id.b {
+            Other::Body(i) => 2 * i as u64,
+            Other::Surface(i) => 2 * i as u64 + 1,
+            Other::World => u64::MAX,
+        };
+        [
+            id.a as u64,
+            other,
+            u64::from(id.feature),
+            u64::from(id.cut),
+            place,
+        ]
+        .into_iter()
+        .fold(0, |h, v| mix(h ^ v))
+    };
+    let mut keyed: Vec<(u64, usize)> = (0..size).map(|i| (u64::MAX, i)).collect();
+    for (i, id, place) in rows {
+        keyed[i] = (key(&id, place), i);
+    }
+    keyed.sort_unstable();
+    let n = size as f64;
+    let mut fractions = vec![0.0; size];
+    for (rank, &(_, i)) in keyed.iter().enumerate() {
+        fractions[i] = (rank as f64 + 0.5) / n;
+    }
+    fractions
+}
+
+/// The rows of an island's (29) for [`perturbation_by_identity`]: each
+/// contact's c_n (place 0), its β's (1…k) and its λ (`LAMBDA_PLACE`).
+fn identity_rows<'a>(
+    lcp: &'a ContactLcp<'_>,
+    ids: &'a [ContactId],
+    friction: &'a [usize],
+) -> impl Iterator<Item = (usize, ContactId, u64)> + 'a {
+    ids.iter()
+        .zip(friction)
+        .enumerate()
+        .flat_map(move |(j, (&id, &k))| {
+            (0..=k)
+                .map(move |r| (lcp.index(j, r), id, r as u64))
+                .chain(std::iter::once((lcp.layout.lambda(j), id, LAMBDA_PLACE)))
+        })
+}
+
+/// The place of a contact's λ row among its rows' keys (past any β).
+const LAMBDA_PLACE: u64 = u32::MAX as u64;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fractions are n distinct values 1/n apart in (0, 1), and the
+    /// rows of contacts that persist keep their order when a contact joins
+    /// the island at its start (every row index shifts).
+    #[test]
+    fn identity_fractions_are_spaced_and_keep_the_persisting_rows_order() {
+        let id = |a: usize, feature: u32| ContactId {
+            a,
+            b: Other::Body(a + 1),
+            feature,
+            cut: 0,
+        };
+        // Three contacts of two rows each (c_n, λ), laid out as (29)
+        // without friction: normals first, then the λ's.
+        let rows = |ids: &[ContactId]| {
+            let m = ids.len();
+            ids.iter()
+                .enumerate()
+                .flat_map(|(j, &c)| [(j, c, 0), (m + j, c, LAMBDA_PLACE)])
+                .collect::<Vec<_>>()
+        };
+        let before = [id(0, 1), id(2, 5), id(4, 9)];
+        let after = [id(7, 3), id(0, 1), id(2, 5), id(4, 9)];
+        let f = perturbation_by_identity(6, rows(&before));
+        let g = perturbation_by_identity(8, rows(&after));
+        let mut sorted = f.clone();
+        sorted.sort_by(f64::total_cmp);
+        for (rank, x) in sorted.iter().enumerate() {
+            assert_eq!(*x, (rank as f64 + 0.5) / 6.0);
+        }
+        // Row i of `before` is row i + 1 (c_n) or i + 2 (λ) of `after`.
+        let moved = |i: usize| if i < 3 { i + 1 } else { i + 2 };
+        for i in 0..6 {
+            for k in 0..6 {
+                assert_eq!(
+                    f[i] < f[k],
+                    g[moved(i)] < g[moved(k)],
+                    "rows {i} and {k} swapped"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_queue_gives_the_largest_islands_first_and_skips_those_after_a_failure() {
