@@ -6,8 +6,9 @@
 //! duration (or `CONTACTLAB_WORST_SECONDS`, whichever is shorter), under a
 //! step budget of `CONTACTLAB_WORST_STEP_SECONDS` (default 10 s; the
 //! `--max-step-seconds` of `contactlab run`) and a run budget of
-//! `CONTACTLAB_WORST_RUN_SECONDS` of wall time (default 120 s), past which
-//! the row says how far the run got. A row reports the simulated time
+//! `CONTACTLAB_WORST_RUN_SECONDS` of wall time (default 120 s). A run ends
+//! at a step not taken (over its budget, or failed), and the row says how
+//! far it got. A row reports the simulated time
 //! reached, the real-time factor, the mean, 99th-percentile and largest
 //! step time, and the mean and largest pivots a step.
 //!
@@ -67,6 +68,13 @@ fn run(path: &str, edges: Option<usize>, seconds: f64, step: f64, budget: f64) -
         }
         let before = Instant::now();
         match sim.step() {
+            Ok(r) if !r.status.advances() => {
+                // A step not taken: the next would try the same state again.
+                steps.push(before.elapsed());
+                pivots.push(r.pivots);
+                ended = format!("stopped: {:?} in the step to t = {} s", r.status, r.t);
+                break;
+            }
             Ok(r) => {
                 steps.push(before.elapsed());
                 pivots.push(r.pivots);
