@@ -46,6 +46,7 @@ mod tableau;
 use super::{Lcp, LcpError, LcpMatrix, LcpSolution, LcpStatus, Validation};
 use nalgebra::{DMatrix, DVector};
 use partition::Partition;
+use std::sync::Arc;
 use tableau::{Columns, Factor, NONE, Tableau, Var};
 
 /// Knobs of Lemke's method. `Default` gives the textbook method from e.
@@ -100,13 +101,15 @@ pub struct LemkeOptions {
     /// alone fails `max_residual`; a wrong basis leaves some row violated by
     /// a physical amount, far above roundoff relative to its terms.
     pub max_backward_error: f64,
-    /// The fractions fᵢ ∈ [0, 1) of the perturbed retries' p = δ max(1,
-    /// ‖q‖∞) (1 + fᵢ) (see [`perturbed`]); `None`, or a length other than
-    /// the LCP's, gives fᵢ = {iφ}. A caller whose rows persist from one
-    /// solve to the next (contacts, by identity) passes fractions that
-    /// follow the rows, so that consecutive perturbed problems agree where
-    /// their rows do and a warm start stays near their solution.
-    pub perturbation: Option<Vec<f64>>,
+    /// Keys whose ranks give the fractions fᵢ of the perturbed retries' p =
+    /// δ max(1, ‖q‖∞) (1 + fᵢ), fᵢ = (rank of key i + ½)/n (see
+    /// [`perturbed`], which ranks them only when a retry runs); `None`, or
+    /// a length other than the LCP's, gives fᵢ = {iφ}. A caller whose rows
+    /// persist from one solve to the next (contacts, by identity) passes
+    /// keys that follow the rows, so that consecutive perturbed problems
+    /// agree where their rows do and a warm start stays near their
+    /// solution.
+    pub perturbation_keys: Option<Arc<[u64]>>,
 }
 
 impl Default for LemkeOptions {
@@ -123,7 +126,7 @@ impl Default for LemkeOptions {
             max_residual: 1e-6,
             product_form_from: PRODUCT_FORM_FROM,
             max_backward_error: 1e-13,
-            perturbation: None,
+            perturbation_keys: None,
         }
     }
 }
@@ -271,12 +274,26 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
     Ok(last)
 }
 
+/// The fractions (rank + ½)/n of `keys` (ties by index): n distinct
+/// values 1/n apart in (0, 1), far above rounding at any δ, where the keys'
+/// own values (hashes) could come within 1/n² of each other.
+pub fn fractions_by_rank(keys: &[u64]) -> Vec<f64> {
+    let mut order: Vec<(u64, usize)> = keys.iter().copied().zip(0..).collect();
+    order.sort_unstable();
+    let n = keys.len() as f64;
+    let mut fractions = vec![0.0; keys.len()];
+    for (rank, &(_, i)) in order.iter().enumerate() {
+        fractions[i] = (rank as f64 + 0.5) / n;
+    }
+    fractions
+}
+
 /// Relative sizes δ of the perturbations of q that [`solve_with`] tries
 /// when a run fails numerically (see [`perturbed`]).
 const PERTURBATIONS: [f64; 2] = [1e-8, 1e-7];
 
 /// Lemke on LCP(M, q + p), p = δ max(1, ‖q‖∞) (1 + fᵢ) with fᵢ the
-/// [`LemkeOptions::perturbation`] or else {iφ}, the fractional part of i
+/// ranks of [`LemkeOptions::perturbation_keys`] or else {iφ}, the fractional part of i
 /// times the golden ratio, from the warm starts and then cold, checked
 /// against the unperturbed q.
 ///
@@ -303,10 +320,15 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
     const GOLDEN: f64 = 0.618_033_988_749_894_9;
     let scale = q.amax().max(1.0);
     let given = options
-        .perturbation
+        .perturbation_keys
         .as_deref()
-        .filter(|f| f.len() == q.len());
-    let fraction = |i: usize| given.map_or_else(|| (i as f64 * GOLDEN).fract(), |f| f[i]);
+        .filter(|keys| keys.len() == q.len())
+        .map(fractions_by_rank);
+    let fraction = |i: usize| {
+        given
+            .as_ref()
+            .map_or_else(|| (i as f64 * GOLDEN).fract(), |f| f[i])
+    };
     let shifted = DVector::from_fn(q.len(), |i, _| q[i] + delta * scale * (1.0 + fraction(i)));
     let n = m.size();
     let max_pivots = options.max_pivots.unwrap_or_else(|| default_max_pivots(n));

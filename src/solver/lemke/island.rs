@@ -32,6 +32,7 @@ use crate::solver::options::LemkeSettings;
 use crate::solver::problem::{ContactProblem, Layout};
 use crate::solver::warm::{Form, normals_only};
 use nalgebra::DVector;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The unknowns a solve must compute from which its islands go to two
@@ -271,14 +272,14 @@ impl ContactSolver {
                 .then(|| frictionless_basis(&lcp, &scaled(&q), local, true))
                 .flatten()
         });
-        let perturbation = Some(perturbation_by_identity(
+        let perturbation_keys = Some(identity_keys(
             local.size(),
             identity_rows(&lcp, ids, friction),
         ));
         let options = LemkeOptions {
             warm_start,
             warm_fallback,
-            perturbation: perturbation.clone(),
+            perturbation_keys: perturbation_keys.clone(),
             ..contact_options()
         };
         // The proximal centre: the impulses these contacts had in the
@@ -298,7 +299,7 @@ impl ContactSolver {
             }
         }
         let cold = LemkeOptions {
-            perturbation,
+            perturbation_keys,
             ..contact_options()
         };
         let mut pivots = 0;
@@ -468,20 +469,20 @@ impl ContactSolver {
     }
 }
 
-/// The fractions of Lemke's perturbed retries ([`LemkeOptions::perturbation`])
-/// for an island's rows, following the contacts' identities: each row
-/// (a contact's c_n, its β's, its λ) gets a key mixed from its contact's
-/// identity and its place in the contact, and the fractions are the keys'
-/// ranks, (rank + ½)/n. A contact that persists keeps its rows' order
-/// among the others whatever joins or leaves the island, where {iφ} of
-/// the row's index would change with every contact added before it (all
-/// of (29)'s c_n and λ rows follow the friction rows), and the perturbed
-/// problems of consecutive solves split each degenerate vertex alike.
-/// Evenly spaced ranks keep the entries 1/n apart, far above rounding.
-fn perturbation_by_identity(
+/// The keys of Lemke's perturbed retries
+/// ([`LemkeOptions::perturbation_keys`]) for an island's rows, following the
+/// contacts' identities: each row (a contact's c_n, its β's, its λ) gets a
+/// key mixed from its contact's identity and its place in the contact, and
+/// the fractions of the perturbation are the keys' ranks, (rank + ½)/n. A
+/// contact that persists keeps its rows' order among the others whatever
+/// joins or leaves the island, where {iφ} of the row's index would change
+/// with every contact added before it (all of (29)'s c_n and λ rows follow
+/// the friction rows), and the perturbed problems of consecutive solves
+/// split each degenerate vertex alike.
+fn identity_keys(
     size: usize,
     rows: impl IntoIterator<Item = (usize, ContactId, u64)>,
-) -> Vec<f64> {
+) -> Arc<[u64]> {
     // splitmix64's finalizer (Steele, Lea & Flood 2014).
     let mix = |x: u64| {
         let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -505,20 +506,14 @@ fn perturbation_by_identity(
         .into_iter()
         .fold(0, |h, v| mix(h ^ v))
     };
-    let mut keyed: Vec<(u64, usize)> = (0..size).map(|i| (u64::MAX, i)).collect();
+    let mut keys = vec![u64::MAX; size];
     for (i, id, place) in rows {
-        keyed[i] = (key(&id, place), i);
+        keys[i] = key(&id, place);
     }
-    keyed.sort_unstable();
-    let n = size as f64;
-    let mut fractions = vec![0.0; size];
-    for (rank, &(_, i)) in keyed.iter().enumerate() {
-        fractions[i] = (rank as f64 + 0.5) / n;
-    }
-    fractions
+    keys.into()
 }
 
-/// The rows of an island's (29) for [`perturbation_by_identity`]: each
+/// The rows of an island's (29) for [`identity_keys`]: each
 /// contact's c_n (place 0), its β's (1…k) and its λ (`LAMBDA_PLACE`).
 fn identity_rows<'a>(
     lcp: &'a ContactLcp<'_>,
@@ -541,6 +536,7 @@ const LAMBDA_PLACE: u64 = u32::MAX as u64;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lcp::lemke::fractions_by_rank;
 
     /// The fractions are n distinct values 1/n apart in (0, 1), and the
     /// rows of contacts that persist keep their order when a contact joins
@@ -564,8 +560,8 @@ mod tests {
         };
         let before = [id(0, 1), id(2, 5), id(4, 9)];
         let after = [id(7, 3), id(0, 1), id(2, 5), id(4, 9)];
-        let f = perturbation_by_identity(6, rows(&before));
-        let g = perturbation_by_identity(8, rows(&after));
+        let f = fractions_by_rank(&identity_keys(6, rows(&before)));
+        let g = fractions_by_rank(&identity_keys(8, rows(&after)));
         let mut sorted = f.clone();
         sorted.sort_by(f64::total_cmp);
         for (rank, x) in sorted.iter().enumerate() {
