@@ -3,7 +3,8 @@
 //! (mean, sum and largest a step), the solves a step and the largest
 //! island; then the run's totals: wall time, pivots, the deepest
 //! end-of-step gap, the largest relative energy rise in one step, the
-//! steps not solved and the longest step. The phases of the wall in
+//! steps not solved and the longest step. A step not taken ends the run
+//! with its reason and a failing exit code. The phases of the wall in
 //! `docs/benchmarks.md` are ranges of its windows.
 //!
 //! ```sh
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
     let (mut rise, mut total, mut unsolved) = (f64::NEG_INFINITY, 0, 0);
     let (mut longest, mut longest_t) = (Duration::ZERO, 0.0);
     let mut window = Window::default();
+    let mut stopped = false;
     println!(
         "| t, s | ms/step | pivots/step | pivots | max pivots | solves/step | largest island |"
     );
@@ -95,6 +97,7 @@ fn main() -> ExitCode {
             Ok(report) => report,
             Err(e) => {
                 eprintln!("phases: stopped at t = {} s: {e}", sim.state.t);
+                stopped = true;
                 break;
             }
         };
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         if !report.status.advances() {
             let why = sim.failure_message().unwrap_or_default();
             eprintln!("phases: stopped after {:.1} s: {why}", took.as_secs_f64());
+            stopped = true;
             break;
         }
         if took > longest {
@@ -145,5 +149,9 @@ fn main() -> ExitCode {
         sim.state.t,
         longest.as_secs_f64(),
     );
-    ExitCode::SUCCESS
+    if stopped {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
