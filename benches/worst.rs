@@ -68,16 +68,14 @@ fn run(path: &str, edges: Option<usize>, seconds: f64, step: f64, budget: f64) -
         }
         let before = Instant::now();
         match sim.step() {
-            Ok(r) if !r.status.advances() => {
-                // A step not taken: the next would try the same state again.
-                steps.push(before.elapsed());
-                pivots.push(r.pivots);
-                ended = format!("stopped: {:?} in the step to t = {} s", r.status, r.t);
-                break;
-            }
             Ok(r) => {
                 steps.push(before.elapsed());
                 pivots.push(r.pivots);
+                if !r.status.advances() {
+                    // A step not taken: the next would try the same state again.
+                    ended = format!("stopped: {:?} in the step to t = {} s", r.status, r.t);
+                    break;
+                }
             }
             Err(e) => {
                 ended = format!("stopped: {e}");

@@ -301,7 +301,12 @@ fn a_pyramid_at_rest_takes_no_pivot_after_its_first_step() {
 
 /// The worst-case benchmark's corner pyramid at its own settings (k = 16).
 fn corner_pyramid() -> Simulation {
-    let path = common::project_dir().join("benches/scenes/corner_pyramid.ron");
+    bench_scene("corner_pyramid.ron")
+}
+
+/// A scene of the worst-case benchmark (`benches/scenes/`).
+fn bench_scene(file: &str) -> Simulation {
+    let path = common::project_dir().join("benches/scenes").join(file);
     Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")))
 }
 
@@ -334,8 +339,7 @@ fn the_corner_pyramid_stands_at_sixteen_edges_with_its_gaps_and_energy() {
 /// The worst-case benchmark's stack of twelve aligned bricks struck by a
 /// ball (`benches/scenes/stacked_wall.ron`, μ = 0.5).
 fn stacked_wall(edges: usize) -> Simulation {
-    let path = common::project_dir().join("benches/scenes/stacked_wall.ron");
-    let mut sim = Simulation::new(scene::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    let mut sim = bench_scene("stacked_wall.ron");
     sim.params.edges = edges;
     sim
 }
