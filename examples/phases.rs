@@ -3,7 +3,10 @@
 //! (mean, sum and largest a step), the solves a step and the largest
 //! island; then the run's totals: wall time, pivots, the deepest
 //! end-of-step gap, the largest relative energy rise in one step, the
-//! steps not solved and the longest step. A step not taken ends the run
+//! steps not solved and the longest step; and the pivots by the kind of
+//! Lemke run they were taken in (`lcp::budget::Run`: from the warm starts,
+//! cold, on the perturbed problem from the warm starts or cold, the
+//! retries). A step not taken ends the run
 //! with its reason and a failing exit code. The phases of the wall in
 //! `docs/benchmarks.md` are ranges of its windows.
 //!
@@ -15,10 +18,12 @@
 //! simulated seconds (default the scene's duration).
 
 use contactlab::lcp::LcpStatus;
+use contactlab::lcp::budget::{self, Run, Watch};
 use contactlab::scene;
 use contactlab::sim::Simulation;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The simulated time each printed row covers, s.
@@ -91,9 +96,10 @@ fn main() -> ExitCode {
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     let start = Instant::now();
+    let watch = Arc::new(Watch::default());
     for _ in 0..steps {
         let before = Instant::now();
-        let report = match sim.step() {
+        let report = match budget::watching(watch.clone(), || sim.step()) {
             Ok(report) => report,
             Err(e) => {
                 eprintln!("phases: stopped at t = {} s: {e}", sim.state.t);
@@ -149,6 +155,14 @@ fn main() -> ExitCode {
         sim.state.t,
         longest.as_secs_f64(),
     );
+    let by_run = watch.pivots_by_run();
+    let counted = by_run.iter().sum::<u64>().max(1) as f64;
+    let shares: Vec<String> = Run::ALL
+        .iter()
+        .zip(by_run)
+        .map(|(run, p)| format!("{} {p} ({:.1} %)", run.name(), 100.0 * p as f64 / counted))
+        .collect();
+    println!("pivots by run: {}", shares.join(", "));
     if stopped {
         ExitCode::FAILURE
     } else {

@@ -15,7 +15,7 @@
 //! NSGS's local solves run outside it: they are its kernels, not the step's
 //! LCP.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -66,6 +66,47 @@ const PIVOTS: u8 = 1;
 const SECONDS: u8 = 2;
 const CANCELLED: u8 = 3;
 
+/// Which of Lemke's runs a pivot is taken in ([`super::lemke`]): from the
+/// warm starts, from the covering vector (cold), on the perturbed problem
+/// from the warm starts or cold, or in the retries with a larger pivot
+/// tolerance or a covering vector of distinct entries. A [`Watch`] counts
+/// the pivots of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// From a warm start, on the LCP as given.
+    Warm,
+    /// From the covering vector, on the LCP as given.
+    Cold,
+    /// On the perturbed LCP, from a warm start.
+    PerturbedWarm,
+    /// On the perturbed LCP, from the covering vector.
+    PerturbedCold,
+    /// The retries after a repeated or ill-conditioned basis.
+    Retry,
+}
+
+impl Run {
+    /// Every kind, in the order of [`Watch::pivots_by_run`].
+    pub const ALL: [Self; 5] = [
+        Self::Warm,
+        Self::Cold,
+        Self::PerturbedWarm,
+        Self::PerturbedCold,
+        Self::Retry,
+    ];
+
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Warm => "warm",
+            Self::Cold => "cold",
+            Self::PerturbedWarm => "perturbed from a warm start",
+            Self::PerturbedCold => "perturbed cold",
+            Self::Retry => "retries",
+        }
+    }
+}
+
 /// A step watched from another thread (the viewer's worker): the pivots its
 /// budgets have counted so far, and a request to stop. A cancelled step's
 /// pivot loops and NSGS's sweeps end at their next pivot or sweep, and the
@@ -73,6 +114,7 @@ const CANCELLED: u8 = 3;
 #[derive(Debug, Default)]
 pub struct Watch {
     pivots: AtomicU64,
+    by_run: [AtomicU64; Run::ALL.len()],
     cancelled: AtomicBool,
 }
 
@@ -80,6 +122,12 @@ impl Watch {
     /// Lemke pivots taken so far, over every budget started under it.
     pub fn pivots(&self) -> u64 {
         self.pivots.load(Ordering::Relaxed)
+    }
+
+    /// The pivots of [`Self::pivots`] by the run they were taken in, in the
+    /// order of [`Run::ALL`].
+    pub fn pivots_by_run(&self) -> [u64; Run::ALL.len()] {
+        std::array::from_fn(|i| self.by_run[i].load(Ordering::Relaxed))
     }
 
     /// Asks the step to stop.
@@ -147,6 +195,7 @@ impl Budget {
                 return true;
             }
             watch.pivots.fetch_add(1, Ordering::Relaxed);
+            watch.by_run[RUN.with(Cell::get) as usize].fetch_add(1, Ordering::Relaxed);
         }
         let spent = self.pivots.fetch_add(1, Ordering::Relaxed) + 1;
         let over = if self.limits.max_pivots.is_some_and(|most| spent > most) {
@@ -166,6 +215,20 @@ impl Budget {
 thread_local! {
     static CURRENT: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
     static WATCH: RefCell<Option<Arc<Watch>>> = const { RefCell::new(None) };
+    static RUN: Cell<Run> = const { Cell::new(Run::Cold) };
+}
+
+/// Runs `f` (Lemke's pivots) as `run` on this thread, for the counts of a
+/// [`Watch`]; the run before is restored after.
+pub(crate) fn running<R>(run: Run, f: impl FnOnce() -> R) -> R {
+    struct Restore(Run);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RUN.with(|r| r.set(self.0));
+        }
+    }
+    let _restore = Restore(RUN.with(|r| r.replace(run)));
+    f()
 }
 
 /// Runs `f` (a step) with `watch` watching every budget started on this
@@ -290,8 +353,11 @@ mod tests {
             assert!(!take_pivot() && !take_pivot());
             assert!(!cancelled());
         });
-        within(Some(second.clone()), || assert!(!take_pivot()));
+        within(Some(second.clone()), || {
+            running(Run::PerturbedWarm, || assert!(!take_pivot()));
+        });
         assert_eq!(watch.pivots(), 3);
+        assert_eq!(watch.pivots_by_run(), [0, 2, 1, 0, 0]);
         watch.cancel();
         within(Some(second.clone()), || {
             assert!(cancelled());

@@ -43,6 +43,7 @@ mod partition;
 mod product_form;
 mod tableau;
 
+use super::budget::{self, Run};
 use super::{Lcp, LcpError, LcpMatrix, LcpSolution, LcpStatus, Validation};
 use nalgebra::{DMatrix, DVector};
 use partition::Partition;
@@ -217,7 +218,7 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
     q: &DVector<f64>,
     options: &LemkeOptions,
 ) -> Result<LcpSolution, LcpError> {
-    let (first, cycled) = solve_once::<M, F>(m, q, options)?;
+    let (first, cycled) = solve_once::<M, F>(m, q, options, Run::Cold)?;
     if matches!(first.status, LcpStatus::Solved | LcpStatus::OverBudget)
         || (first.status == LcpStatus::MaxPivots && !cycled)
     {
@@ -262,7 +263,7 @@ fn solve_with<M: LcpMatrix + ?Sized, F: Factor<M>>(
     let mut last = first;
     last.pivots = spent;
     for retry in retries {
-        let (mut next, _) = solve_once::<M, F>(m, q, &retry)?;
+        let (mut next, _) = solve_once::<M, F>(m, q, &retry, Run::Retry)?;
         spent += next.pivots;
         next.pivots = spent;
         let done = matches!(next.status, LcpStatus::Solved | LcpStatus::OverBudget);
@@ -371,7 +372,9 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
         };
         if let Some(mut tableau) = Tableau::<M, F>::warm(m, &shifted, basis, handed, options) {
             tableau.plain = true;
-            let status = tableau.run(max_pivots.saturating_sub(spent));
+            let status = budget::running(Run::PerturbedWarm, || {
+                tableau.run(max_pivots.saturating_sub(spent))
+            });
             spent += tableau.pivots;
             if status == LcpStatus::OverBudget {
                 let mut solution = tableau.finish(status, true);
@@ -391,7 +394,9 @@ fn perturbed<M: LcpMatrix + ?Sized, F: Factor<M>>(
         return Ok(no_cold_start(q, spent));
     };
     tableau.plain = true;
-    let status = tableau.run(max_pivots.saturating_sub(spent));
+    let status = budget::running(Run::PerturbedCold, || {
+        tableau.run(max_pivots.saturating_sub(spent))
+    });
     let mut solution = check(tableau.finish(status, false));
     solution.pivots += spent;
     Ok(solution)
@@ -412,11 +417,14 @@ fn no_cold_start(q: &DVector<f64>, pivots: usize) -> LcpSolution {
     }
 }
 
-/// One run of the method; the flag says whether a basis repeated (cycling).
+/// One run of the method (from the warm starts, then from the covering
+/// vector, counted as `cold`); the flag says whether a basis repeated
+/// (cycling).
 fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
     m: &M,
     q: &DVector<f64>,
     options: &LemkeOptions,
+    cold: Run,
 ) -> Result<(LcpSolution, bool), LcpError> {
     let n = m.size();
     let max_pivots = options.max_pivots.unwrap_or_else(|| default_max_pivots(n));
@@ -443,7 +451,9 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
             Err(handed) => handed,
         };
         if let Some(mut tableau) = Tableau::<M, F>::warm(m, q, basis, handed, options) {
-            let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
+            let status = budget::running(Run::Warm, || {
+                tableau.run(max_pivots.saturating_sub(pivots_spent))
+            });
             pivots_spent += tableau.pivots;
             if matches!(status, LcpStatus::Solved | LcpStatus::OverBudget) {
                 let mut solution = tableau.finish(status, true);
@@ -455,7 +465,9 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
     let Some(mut tableau) = Tableau::<M, F>::cold(m, q, covering, options) else {
         return Ok((no_cold_start(q, pivots_spent), false));
     };
-    let status = tableau.run(max_pivots.saturating_sub(pivots_spent));
+    let status = budget::running(cold, || {
+        tableau.run(max_pivots.saturating_sub(pivots_spent))
+    });
     let cycled = tableau.cycled;
     let mut solution = tableau.finish(status, false);
     solution.pivots += pivots_spent;
@@ -464,7 +476,7 @@ fn solve_once<M: LcpMatrix + ?Sized, F: Factor<M>>(
             let Some(mut tableau) = Tableau::<M, F>::warm(m, q, &start, None, options) else {
                 continue;
             };
-            let status = tableau.run(max_pivots);
+            let status = budget::running(Run::Retry, || tableau.run(max_pivots));
             let pivots = tableau.pivots;
             if matches!(status, LcpStatus::Solved | LcpStatus::OverBudget) {
                 let mut restarted = tableau.finish(status, false);
@@ -775,5 +787,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every pivot a budget counts is counted under the run it was taken
+    /// in, and the runs' counts add up to the solution's pivots: a cold
+    /// solve's all cold, a solve from a wrong warm basis's all warm, and the
+    /// perturbed run's under its start.
+    #[test]
+    fn a_watch_counts_each_pivot_under_its_run() {
+        use super::budget::{Budget, Limits, Watch, watching, within};
+        use std::sync::Arc;
+        let counted = |f: &dyn Fn() -> LcpSolution| {
+            let watch = Arc::new(Watch::default());
+            let solution = watching(watch.clone(), || {
+                within(Some(Budget::start(Limits::NONE)), f)
+            });
+            assert_eq!(solution.status, LcpStatus::Solved);
+            (solution.pivots as u64, watch.pivots_by_run())
+        };
+        let murty = Lcp::murty(8);
+        let (pivots, by_run) = counted(&|| solve(&murty, &LemkeOptions::default()).unwrap());
+        assert!(pivots > 0);
+        assert_eq!(by_run, [0, pivots, 0, 0, 0]);
+        let from_one = LemkeOptions {
+            warm_start: Some(vec![0]),
+            ..LemkeOptions::default()
+        };
+        let (pivots, by_run) = counted(&|| solve(&murty, &from_one).unwrap());
+        assert!(pivots > 0);
+        assert_eq!(by_run, [pivots, 0, 0, 0, 0]);
+        let lcp = resting_box(8, 4, 1.0, 0.5);
+        let (pivots, by_run) = counted(&|| {
+            perturbed::<_, dense::DenseBasis>(&lcp.m, &lcp.q, 1e-8, &LemkeOptions::default())
+                .unwrap()
+        });
+        assert!(pivots > 0);
+        assert_eq!(by_run, [0, 0, 0, pivots, 0]);
     }
 }
