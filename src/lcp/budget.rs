@@ -68,9 +68,8 @@ const CANCELLED: u8 = 3;
 
 /// Which of Lemke's runs a pivot is taken in ([`super::lemke`]): from the
 /// warm starts, from the covering vector (cold), on the perturbed problem
-/// from the warm starts or cold, or in the retries with a larger pivot
-/// tolerance or a covering vector of distinct entries. A [`Watch`] counts
-/// the pivots of each.
+/// from the warm starts or cold, or in the retries. A [`Watch`] counts the
+/// pivots of each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Run {
     /// From a warm start, on the LCP as given.
@@ -81,7 +80,9 @@ pub enum Run {
     PerturbedWarm,
     /// On the perturbed LCP, from the covering vector.
     PerturbedCold,
-    /// The retries after a repeated or ill-conditioned basis.
+    /// The retries: after a repeated or ill-conditioned basis (a larger
+    /// pivot tolerance, a covering vector of distinct entries), and the
+    /// restarts from other complementary bases after a ray.
     Retry,
 }
 
