@@ -15,15 +15,24 @@
 //! `CONTACTLAB_WORST_SCENES=wall,tower` picks the scenes (default all) and
 //! `CONTACTLAB_WORST_EDGES=4,8` the edge counts (default 4, 8, 16).
 //!
+//! Then the settling grid piles: `contactlab::scene::generate::grid_pile`
+//! of N bodies (spheres and boxes in turn, three staggered layers at 0.22 m
+//! pitch, the layout of `grid_pile_200.ron`), each run to t = 0.4 s under
+//! the same budgets, and the mean step time over t = 0.2–0.4 s, while the
+//! layers land and the boxes settle on each other; then the growth exponent
+//! of that time against N. `CONTACTLAB_WORST_GRID=22,50` picks the sizes
+//! (default 22, 50, 100, 200); they are the scene `grid_piles` of
+//! `CONTACTLAB_WORST_SCENES`.
+//!
 //! Criterion then times Lemke's dense tableau on Murty's problem with
 //! n = 200 to 20,000 pivots, the `contactlab lcp` path whose cost a pivot
 //! is O(n²).
 
 mod common;
 
-use common::{env_or, env_sizes};
+use common::{env_or, env_sizes, growth_exponent};
 use contactlab::lcp::{self, Lcp, LemkeOptions};
-use contactlab::scene;
+use contactlab::scene::{self, Scene, generate};
 use contactlab::sim::Simulation;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
@@ -49,9 +58,15 @@ struct Run {
     ended: String,
 }
 
-fn run(path: &str, edges: Option<usize>, seconds: f64, step: f64, budget: f64) -> Run {
+/// The settling grid piles' window: from, to (s).
+const SETTLING: (f64, f64) = (0.2, 0.4);
+
+fn load(path: &str) -> Scene {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scene = scene::load(&root.join(path)).expect("the benchmark's scenes load");
+    scene::load(&root.join(path)).expect("the benchmark's scenes load")
+}
+
+fn run(scene: Scene, edges: Option<usize>, seconds: f64, step: f64, budget: f64) -> Run {
     let duration = scene.params.duration.min(seconds);
     let mut sim = Simulation::new(scene);
     if let Some(k) = edges {
@@ -139,11 +154,9 @@ fn bench(c: &mut Criterion) {
         "| scene | k | reached, s | wall, s | real-time factor | mean ms/step | p99 ms | max ms | pivots/step | max pivots | ended |"
     );
     eprintln!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let picked = |name: &str| chosen.as_ref().is_none_or(|c| c.iter().any(|x| x == name));
     for &(name, path, varied) in SCENES {
-        if chosen
-            .as_ref()
-            .is_some_and(|c| !c.iter().any(|x| x == name))
-        {
+        if !picked(name) {
             continue;
         }
         if varied {
@@ -151,12 +164,19 @@ fn bench(c: &mut Criterion) {
                 print_row(
                     name,
                     &k.to_string(),
-                    &run(path, Some(k), seconds, step, budget),
+                    &run(load(path), Some(k), seconds, step, budget),
                 );
             }
         } else {
-            print_row(name, "scene's", &run(path, None, seconds, step, budget));
+            print_row(
+                name,
+                "scene's",
+                &run(load(path), None, seconds, step, budget),
+            );
         }
+    }
+    if picked("grid_piles") {
+        settling_grid_piles(step, budget);
     }
 
     let problem = Lcp::murty(200);
@@ -170,6 +190,46 @@ fn bench(c: &mut Criterion) {
         b.iter(|| lcp::lemke::solve(&problem, &options).map(|s| s.pivots))
     });
     group.finish();
+}
+
+/// The settling grid piles' rows and growth exponent (see the module
+/// documentation).
+fn settling_grid_piles(step: f64, budget: f64) {
+    let sizes = env_sizes("CONTACTLAB_WORST_GRID", &[22, 50, 100, 200]);
+    let (from, to) = SETTLING;
+    eprintln!(
+        "settling grid piles: mean step over t = {from}–{to} s, the scene's k (8), step budget {step} s, run budget {budget} s"
+    );
+    eprintln!("| N | ms/step, t = {from}–{to} s | pivots/step there | reached, s | ended |");
+    eprintln!("|---:|---:|---:|---:|---|");
+    let mut points = Vec::new();
+    for n in sizes {
+        let scene = generate::grid_pile(n).expect("the generated grid piles load");
+        let dt = scene.params.dt;
+        let r = run(scene, None, to, step, budget);
+        // Step i ends at t = (i + 1) dt.
+        let window: Vec<usize> = (0..r.steps.len())
+            .filter(|&i| (i + 1) as f64 * dt > from + 0.5 * dt)
+            .collect();
+        let count = window.len().max(1) as f64;
+        let ms = window
+            .iter()
+            .map(|&i| r.steps[i].as_secs_f64() * 1e3)
+            .sum::<f64>()
+            / count;
+        let pivots = window.iter().map(|&i| r.pivots[i]).sum::<usize>() as f64 / count;
+        eprintln!(
+            "| {n} | {ms:.2} | {pivots:.0} | {:.3} | {} |",
+            r.reached, r.ended
+        );
+        if r.reached >= to - 0.5 * dt {
+            points.push((n, ms));
+        }
+    }
+    match growth_exponent(&points, 0) {
+        Some(e) => eprintln!("growth exponent over the complete runs: {e:.2}"),
+        None => eprintln!("growth exponent: fewer than two complete runs"),
+    }
 }
 
 criterion_group!(benches, bench);

@@ -16,6 +16,7 @@ pub mod geometry;
 pub mod interrupt;
 pub mod lcp;
 pub mod magnitude;
+pub(crate) mod mix;
 pub mod model;
 pub(crate) mod pair_thread;
 pub mod params;

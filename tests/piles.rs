@@ -6,6 +6,7 @@
 
 mod common;
 
+use contactlab::geometry::Shape;
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
 use contactlab::scene::{self, generate};
@@ -147,6 +148,31 @@ fn generated_piles_have_the_bodies_asked_for() {
         assert_eq!(pile.model.dof(), 6 * n, "pile of {n}");
         assert_eq!(pile.params.dt, 0.005);
         assert_eq!(pile.params.edges, 8);
+    }
+}
+
+/// The worst-case benchmark's grid piles: spheres and boxes in turn,
+/// neighbours in a row one pitch (0.22 m) apart, each up to the jitter (1
+/// cm) off its grid point, as in `grid_pile_200.ron`.
+#[test]
+fn grid_piles_alternate_spheres_and_boxes_at_their_pitch() {
+    for n in [22, 200] {
+        let pile = generate::grid_pile(n).unwrap_or_else(|e| panic!("{e}"));
+        let Model::Rigid(system) = &pile.model else {
+            panic!("the grid pile of {n} is not rigid");
+        };
+        assert_eq!(system.bodies.len(), n);
+        for (i, body) in system.bodies.iter().enumerate() {
+            let sphere = matches!(body.shape, Shape::Sphere { .. });
+            assert_eq!(sphere, i % 2 == 0, "body {i} of the grid pile of {n}");
+        }
+        // Spatial positions: x, y, z and a unit quaternion per body.
+        let x = |i: usize| pile.initial.q[7 * i];
+        let spacing = x(1) - x(0);
+        assert!(
+            (spacing - generate::GRID_PITCH).abs() <= 2.0 * generate::GRID_JITTER + 1e-3,
+            "the grid pile of {n}: {spacing} m between its first two bodies"
+        );
     }
 }
 

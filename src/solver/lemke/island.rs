@@ -483,13 +483,7 @@ fn identity_keys(
     size: usize,
     rows: impl IntoIterator<Item = (usize, ContactId, u64)>,
 ) -> Arc<[u64]> {
-    // splitmix64's finalizer (Steele, Lea & Flood 2014).
-    let mix = |x: u64| {
-        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mix = crate::mix::splitmix64;
     let key = |id: &ContactId, place: u64| {
         let other = match id.b {
             Other::Body(i) => 2 * i as u64,
