@@ -796,7 +796,6 @@ mod tests {
     #[test]
     fn a_watch_counts_each_pivot_under_its_run() {
         use super::budget::{Budget, Limits, Watch, watching, within};
-        use std::sync::Arc;
         let counted = |f: &dyn Fn() -> LcpSolution| {
             let watch = Arc::new(Watch::default());
             let solution = watching(watch.clone(), || {

@@ -722,9 +722,9 @@ fn shown_elsewhere(contact: &Contact, candidates: &[Contact], length: f64) -> bo
 /// same function of the poses. The crossing of two nearly parallel box
 /// edges (aligned bricks side by side or stacked) moves by the edges'
 /// offset over their angle, centimetres in a step under rounding-level
-/// turns; taken as a new contact there, its linearization's γ ≥ 0 hid a
-/// start gap below zero, and the struck stack of aligned bricks
-/// (`benches/scenes/stacked_wall.ron`) ended steps 3–5 µm deep at every
+/// turns; taken as a new contact there, its linearization's γ ≥ 0 would
+/// hide a start gap below zero, and the struck stack of aligned bricks
+/// (`benches/scenes/stacked_wall.ron`) would end steps 3–5 µm deep at every
 /// halving. A contact of the pair under another identity takes the nearest
 /// start point's gap only where that point lies within [`Reach`] of the
 /// contact's point now: the secant of [`secant_contact`] holds the gap at
