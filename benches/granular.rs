@@ -11,8 +11,10 @@
 //! single steps of each silo where its run ended, and one search for its
 //! contacts there (`contacts_N`: the broad phase, the narrow phase and the
 //! contacts' Jacobians at the static margin, one thread; `contacts_N_two_threads`
-//! the same on two), and the broad phase alone (`broad_N`: the candidate
-//! pairs, one thread).
+//! the same on two), the broad phase alone (`broad_N`: the candidate
+//! pairs, one thread), and the contacts' identities and gaps without their
+//! Jacobians (`gaps_N`: the broad and narrow phases, one thread, as a step
+//! checks its end).
 //!
 //! The runs are deterministic, but this 2-core virtual machine is not: the
 //! time of one run of the 1,000-grain silo moves by a third between runs
@@ -36,9 +38,11 @@
 mod common;
 
 use common::{Split, bench_step, env_or, env_sizes, growth_exponent, runs_by_size};
-use contactlab::collision::broad_phase::{SweepSpace, candidate_pairs_into, world_boxes_into};
+use contactlab::collision::broad_phase::{
+    BroadPhase, SweepSpace, candidate_pairs_into, world_boxes_into,
+};
 use contactlab::collision::pose::poses_into;
-use contactlab::collision::{ContactSet, Search, find_contacts};
+use contactlab::collision::{ContactSet, Search, find_contacts, find_gaps};
 use contactlab::lcp::LcpStatus;
 use contactlab::model::Model;
 use contactlab::scene::{Scene, granular};
@@ -220,6 +224,28 @@ fn bench_contacts(
     group.bench_function(name, |b| b.iter(&mut search));
 }
 
+/// One search for the identities and gaps of `sim`'s contacts where it
+/// stands, without their Jacobians (the search that checks a step's end),
+/// at the static margin, one thread.
+fn bench_gaps(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, sim: &Simulation) {
+    let margin = sim.step_settings().static_margin(sim.model());
+    let mut broad = BroadPhase::default();
+    let mut out = Vec::new();
+    let mut search = || {
+        find_gaps(
+            sim.model(),
+            &sim.state.q,
+            margin,
+            &mut out,
+            &mut broad,
+            Search::on(1),
+        );
+        out.len()
+    };
+    eprintln!("{name}: {} gaps", search());
+    group.bench_function(name, |b| b.iter(&mut search));
+}
+
 /// The broad phase alone where the run ended: the candidate body pairs of
 /// the bodies' world boxes at the static margin, by the sweep in rows of
 /// cells, one thread.
@@ -285,6 +311,7 @@ fn bench(c: &mut Criterion) {
             bench_contacts(&mut group, &format!("contacts_{n}_two_threads"), &sim, 2);
         }
         bench_broad(&mut group, &format!("broad_{n}"), &sim);
+        bench_gaps(&mut group, &format!("gaps_{n}"), &sim);
     }
     group.finish();
 }

@@ -14,7 +14,7 @@ use crate::geometry::{PairContact, Shape, pair};
 use crate::model::rigid::position_size;
 use crate::model::{
     Contact, ContactFrame, ContactId, ContactJacobian, Dimension, Other, RigidSystem,
-    pyramid_angles, pyramid_directions_at,
+    pyramid_angles, tangent_frame,
 };
 use crate::pair_thread::both;
 use nalgebra::{DVector, Isometry2, Isometry3, Translation3, UnitQuaternion, Vector2, Vector3};
@@ -51,11 +51,12 @@ pub fn contacts(
         Dimension::Planar => 2,
         Dimension::Spatial => edges,
     });
+    let up = system.up();
     // A visited contact into its slot: computed, or copied.
     let place = |f: &Found, slot: &mut Contact| match *f {
         Found::Point(p) => {
             let point = (p.id, p.gap, p.point_a, p.b, p.normal);
-            fill_contact(system, poses, point, &angles, slot);
+            fill_contact(system, poses, point, (&angles, &up), slot);
         }
         Found::Copy(k) => slot.clone_from(&previous[k]),
     };
@@ -309,6 +310,14 @@ fn pair_contacts(
     out.clear();
     let (a, b) = (&system.bodies[i], &system.bodies[j]);
     let (xa, xb) = (poses[i].x, poses[j].x);
+    // Two balls in space take their closed form in the world frame: a few
+    // dozen operations, less than the reach test and keeping them cost.
+    if let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) = (a.shape, b.shape)
+        && system.dimension == Dimension::Spatial
+    {
+        pair::balls_3d((&xa, ra), &poses[i].rotation, (&xb, rb), margin, out);
+        return;
+    }
     let reach = a.shape.bounding_radius() + b.shape.bounding_radius() + margin;
     if (xa - xb).norm() > reach {
         return;
@@ -343,8 +352,6 @@ fn pair_contacts(
         }
         _ => {}
     }
-    // Two balls are not kept: their own short path (`pair::balls_3d`)
-    // is a few dozen operations.
     let balls = matches!(
         (a.shape, b.shape),
         (Shape::Sphere { .. }, Shape::Sphere { .. })
@@ -392,13 +399,14 @@ type WorldPoint = (
 );
 
 /// Maps a world contact at the bodies' `poses` to generalized n and D, with
-/// the friction directions at the `angles` of [`pyramid_angles`] (two in
-/// the plane).
+/// the friction directions at the `angles` of [`pyramid_angles`] about the
+/// [`tangent_frame`] of the normal and `up` (two opposite ones in the
+/// plane).
 fn fill_contact(
     system: &RigidSystem,
     poses: &[Pose],
     (id, gap, point_a, b, normal): WorldPoint,
-    angles: &[(f64, f64)],
+    (angles, up): (&[(f64, f64)], &Vector3<f64>),
     out: &mut Contact,
 ) {
     let k = angles.len();
@@ -424,7 +432,11 @@ fn fill_contact(
             let t = Vector3::new(-normal.y, normal.x, 0.0);
             tangents.extend([t, -t]);
         }
-        Dimension::Spatial => pyramid_directions_at(&normal, &system.up(), angles, tangents),
+        Dimension::Spatial if k > 0 => {
+            let (t1, t2) = tangent_frame(&normal, up);
+            tangents.extend(angles.iter().map(|&(c, s)| t1 * c + t2 * s));
+        }
+        Dimension::Spatial => {}
     }
     // A fixed body has no velocities: the contact is on a's block alone.
     let b_moving = b.filter(|(j, _)| !system.is_fixed(*j));
@@ -433,33 +445,19 @@ fn fill_contact(
         b_moving.map_or(system.block(id.a), |(j, _)| system.block(j)),
     ];
     let count = if b_moving.is_some() { 2 } else { 1 };
-    jacobian.reset(&blocks[..count], k);
+    // [`add_jacobian`] writes every entry of the rows.
+    jacobian.reshape(&blocks[..count], tangents.len());
     let rows = (&normal, &tangents[..]);
-    add_jacobian(
-        system.dimension,
-        &poses[id.a],
-        &point_a,
-        1.0,
-        rows,
-        jacobian,
-        0,
-    );
+    let dimension = system.dimension;
+    add_jacobian(dimension, &poses[id.a], &point_a, 1.0, rows, jacobian, 0);
     if let Some((j, point_b)) = b_moving {
-        add_jacobian(
-            system.dimension,
-            &poses[j],
-            &point_b,
-            -1.0,
-            rows,
-            jacobian,
-            1,
-        );
+        add_jacobian(dimension, &poses[j], &point_b, -1.0, rows, jacobian, 1);
     }
 }
 
 /// Writes sign · (the Jacobian of a body at `pose`)ᵀ applied to the normal
-/// and tangents into block `slot` of `jacobian`: [n̄; (r × n̄)_z] in the
-/// plane, [n̄; Rᵀ(r × n̄)] in space.
+/// and tangents into block `slot` of `jacobian` (each entry of the block's
+/// rows once): [n̄; (r × n̄)_z] in the plane, [n̄; Rᵀ(r × n̄)] in space.
 fn add_jacobian(
     dimension: Dimension,
     pose: &Pose,
@@ -472,7 +470,7 @@ fn add_jacobian(
     let r = point - pose.x;
     let mut write = |row: usize, values: &[f64]| {
         for (o, v) in jacobian.block_row_mut(row, slot).iter_mut().zip(values) {
-            *o += sign * v;
+            *o = sign * v;
         }
     };
     match dimension {

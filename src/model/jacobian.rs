@@ -62,6 +62,13 @@ impl ContactJacobian {
     /// Makes this a zero Jacobian with `friction` directions on `blocks`
     /// (one or two, not overlapping), reusing its storage.
     pub fn reset(&mut self, blocks: &[Block], friction: usize) {
+        self.rows.clear();
+        self.reshape(blocks, friction);
+    }
+
+    /// [`Self::reset`] without zeroing the entries the storage already
+    /// holds: for a caller that writes every entry of every row.
+    pub fn reshape(&mut self, blocks: &[Block], friction: usize) {
         assert!(
             (1..=2).contains(&blocks.len()),
             "a contact touches one or two velocity blocks"
@@ -70,7 +77,6 @@ impl ContactJacobian {
         self.blocks[..blocks.len()].copy_from_slice(blocks);
         self.count = blocks.len();
         self.width = blocks.iter().map(|b| b.len).sum();
-        self.rows.clear();
         self.rows.resize(self.width * (friction + 1), 0.0);
     }
 

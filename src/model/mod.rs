@@ -464,8 +464,9 @@ fn coefficients(params: &Params) -> Coefficients {
     }
 }
 
-/// (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, i = 0, …, k − 1: the angles of
-/// [`pyramid_directions_at`].
+/// (cos θᵢ, sin θᵢ) for θᵢ = 2πi/k, i = 0, …, k − 1: the angles of the
+/// friction directions t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ of Stewart–Trinkle §3
+/// ([`tangent_frame`]).
 pub fn pyramid_angles(k: usize) -> Vec<(f64, f64)> {
     (0..k)
         .map(|i| {
@@ -475,19 +476,10 @@ pub fn pyramid_angles(k: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Appends the k friction directions of Stewart–Trinkle §3 in the world to
-/// `out`: t₁ is n̄ × up normalized (or a fixed perpendicular when n̄ is
-/// vertical), t₂ = t₁ × n̄ and t(θᵢ) = cos θᵢ t₁ + sin θᵢ t₂ at the k
-/// `angles` of [`pyramid_angles`].
-pub fn pyramid_directions_at(
-    normal: &Vector3<f64>,
-    up: &Vector3<f64>,
-    angles: &[(f64, f64)],
-    out: &mut Vec<Vector3<f64>>,
-) {
-    if angles.is_empty() {
-        return;
-    }
+/// The two unit tangents (t₁, t₂) from which the friction directions of a
+/// contact with unit normal n̄ are made: t₁ is n̄ × up normalized (or a
+/// fixed perpendicular when n̄ is vertical), t₂ = t₁ × n̄.
+pub fn tangent_frame(normal: &Vector3<f64>, up: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
     let cross = normal.cross(up);
     let length = cross.norm();
     // `cross / length` is nalgebra's `normalize`, without its second norm.
@@ -503,6 +495,5 @@ pub fn pyramid_directions_at(
         };
         (axis - normal * normal.dot(&axis)).normalize()
     };
-    let t2 = t1.cross(normal);
-    out.extend(angles.iter().map(|&(c, s)| t1 * c + t2 * s));
+    (t1, t1.cross(normal))
 }

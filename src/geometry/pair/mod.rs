@@ -11,8 +11,9 @@
 //! are the exception: parry's manifold is their closest pair alone, and
 //! this module adds the ends of the cores' overlap when they lie side by
 //! side (`capsule_pair_3d`). Two balls skip the dispatcher: their one point
-//! is computed as parry's ball–ball manifold computes it (`balls_3d`,
-//! `balls_2d`; the grains of the granular scenes). Each call starts from an
+//! is the one parry's ball–ball manifold gives, in closed form (`balls_3d`
+//! in the world frame, `balls_2d` as parry computes it; the grains of the
+//! granular scenes). Each call starts from an
 //! empty manifold, so the result depends only on the two shapes and their
 //! poses (no contact cache is carried between calls).
 //!
@@ -43,11 +44,10 @@ mod plane;
 mod space;
 
 pub use plane::contacts_2d;
-pub use space::contacts_3d;
+pub use space::{balls_3d, contacts_3d};
 
 use super::{PairContact, Shape};
 use nalgebra::Vector3;
-use parry3d_f64 as p3;
 
 /// Relative length below which two candidate points are considered the same
 /// point (and a point no deeper than another one is considered redundant),
@@ -92,17 +92,24 @@ fn ball_finish(mut point: Raw, margin: f64, out: &mut Vec<PairContact>) {
 /// The one point of two balls as [`raw_3d`] and [`raw_2d`] hand it to
 /// [`finish`]: parry names both features face 0.
 fn ball_raw(point_a: Vector3<f64>, point_b: Vector3<f64>, normal: Vector3<f64>, gap: f64) -> Raw {
-    let face = p3::shape::PackedFeatureId::face(0).0;
     Raw {
         point_a,
         point_b,
         normal,
         gap,
-        fid1: face,
-        fid2: face,
+        fid1: FACE_0,
+        fid2: FACE_0,
         extra: false,
     }
 }
+
+/// Parry's packed id of face 0 (`PackedFeatureId::face(0)`: the face
+/// header in the top two bits), as a constant.
+const FACE_0: u32 = 0b11 << 30;
+
+/// The feature of two balls' one point: face 0 on each, as [`finish`]
+/// names it.
+const BALLS_FEATURE: u32 = (compact_feature(FACE_0) << 16) | compact_feature(FACE_0);
 
 /// One contact point from parry, already in the world frame, before filtering.
 #[derive(Debug, Clone, Copy)]
@@ -220,7 +227,7 @@ impl Raw {
 /// Packs a parry feature id (2-bit kind header, 30-bit code) into 16 bits:
 /// the kind header and the code folded to 14 bits (box, capsule and ball codes
 /// are far smaller, so this is one-to-one for them).
-fn compact_feature(packed: u32) -> u32 {
+const fn compact_feature(packed: u32) -> u32 {
     let header = packed >> 30;
     let code = packed & 0x3fff_ffff;
     let folded = (code ^ (code >> 14) ^ (code >> 28)) & 0x3fff;
@@ -308,4 +315,20 @@ fn sides_touched(local: &[f64], half: &[f64; 3]) -> (u32, usize) {
         }
     }
     (axes | (negative << dims), count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BALLS_FEATURE, FACE_0, ball_raw};
+    use nalgebra::Vector3;
+
+    /// The constants are parry's packed id of face 0 and the feature
+    /// [`finish`](super::finish) names two balls' point by.
+    #[test]
+    fn the_ball_constants_are_parrys_face_0() {
+        assert_eq!(FACE_0, parry3d_f64::shape::PackedFeatureId::face(0).0);
+        assert_eq!(FACE_0, parry2d_f64::shape::PackedFeatureId::face(0).0);
+        let zero = Vector3::zeros();
+        assert_eq!(BALLS_FEATURE, ball_raw(zero, zero, zero, 0.0).feature());
+    }
 }

@@ -1,10 +1,10 @@
 //! The narrow phase in space, on parry3d.
 
 use super::{
-    PairContact, Raw, Shape, UNKNOWN_FEATURE, ball_finish, ball_manifold, ball_raw, finish,
-    is_size, parry_shape, sides_touched,
+    BALLS_FEATURE, PairContact, Raw, Shape, UNKNOWN_FEATURE, finish, is_size, parry_shape,
+    sides_touched,
 };
-use nalgebra::{Isometry3, Point3, Vector3};
+use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use p3::query::PersistentQueryDispatcher as _;
 use parry3d_f64 as p3;
 
@@ -34,11 +34,18 @@ pub fn contacts_3d(
     if margin.is_nan() || !isometry3_is_finite(pose_a) || !isometry3_is_finite(pose_b) {
         return;
     }
-    let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
     if let (Parry3::Ball(a), Parry3::Ball(b)) = (&pa, &pb) {
-        balls_3d(&pos12, a.radius, pose_a, b.radius, pose_b, margin, out);
+        let (xa, xb) = (&pose_a.translation.vector, &pose_b.translation.vector);
+        balls_3d(
+            (xa, a.radius),
+            &pose_a.rotation,
+            (xb, b.radius),
+            margin,
+            out,
+        );
         return;
     }
+    let pos12 = to_pose3(&pose_a.inv_mul(pose_b));
     SCRATCH_3D.with_borrow_mut(|(manifolds, raw)| {
         // Empty: each call starts without a contact cache.
         manifolds.clear();
@@ -73,33 +80,47 @@ pub fn contacts_3d(
     });
 }
 
-/// Two balls in space, without the dispatcher: parry's ball–ball manifold
-/// (`contact_manifold_ball_ball`: one point on the line of the centres in
-/// A's frame, both named face 0, kept while the gap is below the prediction
-/// distance max(margin, 0)) with parry's own types and operations, then
-/// what [`raw_3d`] and [`finish`] do with it ([`ball_finish`]), so that the
-/// result is the dispatcher's bit for bit without the dispatch and the
-/// manifold: the dispatcher's path costs a tenth of a granular step.
-fn balls_3d(
-    pos12: &p3::math::Pose,
-    ra: f64,
-    pose_a: &Isometry3<f64>,
-    rb: f64,
-    pose_b: &Isometry3<f64>,
+/// Two balls in space (centres `xa`, `xb`, radii `ra`, `rb`, m; A's
+/// rotation `rot_a`), in the world frame and without the dispatcher: the one
+/// point on the line of the centres that parry's ball–ball manifold
+/// (`contact_manifold_ball_ball`) gives, named face 0 on both balls, kept
+/// while the gap is below max(margin, 0) and at most `margin`. Coincident
+/// centres take A's y axis as the normal, as parry does in A's frame. The
+/// normal n points from B into A, the points are x_a − r_a n and
+/// x_b + r_b n, and the gap is |x_a − x_b| − r_a − r_b. Into `out`
+/// (appended); nothing for invalid radii or non-finite numbers.
+pub fn balls_3d(
+    (xa, ra): (&Vector3<f64>, f64),
+    rot_a: &UnitQuaternion<f64>,
+    (xb, rb): (&Vector3<f64>, f64),
     margin: f64,
     out: &mut Vec<PairContact>,
 ) {
-    let Some((n1, p1, p2, dist)) = ball_manifold!(pos12, ra, rb, margin, p3::math::Vector::Y)
-    else {
+    if !(is_size(ra) && is_size(rb)) {
         return;
+    }
+    let d = xa - xb;
+    let distance = d.norm();
+    let gap = distance - ra - rb;
+    // NaN fails both comparisons, and a finite gap has finite centres.
+    if !(gap < margin.max(0.0) && gap <= margin && gap.is_finite()) {
+        return;
+    }
+    let normal = if distance != 0.0 {
+        d / distance
+    } else {
+        -(rot_a * Vector3::y())
     };
-    let point = ball_raw(
-        (pose_a * Point3::new(p1.x, p1.y, p1.z)).coords,
-        (pose_b * Point3::new(p2.x, p2.y, p2.z)).coords,
-        -(pose_a.rotation * Vector3::new(n1.x, n1.y, n1.z)),
-        dist,
-    );
-    ball_finish(point, margin, out);
+    if !normal.iter().all(|x| x.is_finite()) {
+        return;
+    }
+    out.push(PairContact {
+        point_a: xa - normal * ra,
+        point_b: xb + normal * rb,
+        normal,
+        gap,
+        feature: BALLS_FEATURE,
+    });
 }
 
 /// A capsule in the world: its core segment's ends and its radius.
@@ -439,4 +460,103 @@ fn to_pose3(iso: &Isometry3<f64>) -> p3::math::Pose {
         p3::math::Vector::new(t.x, t.y, t.z),
         p3::math::Rotation::from_xyzw(q.x, q.y, q.z, q.w),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    /// Two balls through parry's dispatcher, then [`raw_3d`] and
+    /// [`finish`]: what [`balls_3d`] gives in closed form.
+    fn dispatched(
+        ra: f64,
+        pa: &Isometry3<f64>,
+        rb: f64,
+        pb: &Isometry3<f64>,
+        margin: f64,
+    ) -> Vec<PairContact> {
+        let (a, b) = (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb });
+        let (Some(sa), Some(sb)) = (Parry3::new(&a), Parry3::new(&b)) else {
+            panic!("valid balls");
+        };
+        let mut manifolds = Vec::new();
+        p3::query::DefaultQueryDispatcher
+            .contact_manifolds(
+                &to_pose3(&pa.inv_mul(pb)),
+                sa.as_dyn(),
+                sb.as_dyn(),
+                margin.max(0.0),
+                &mut manifolds,
+                &mut None,
+            )
+            .expect("ball pairs are supported");
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        raw_3d(&manifolds, &a, pa, &b, pb, &mut raw);
+        finish(&mut raw, margin, ra + rb, &mut out);
+        out
+    }
+
+    /// On random pairs of balls, near and apart, with coincident centres
+    /// among them, the closed form keeps the same points under the same
+    /// feature as parry's dispatcher, to rounding.
+    #[test]
+    fn two_balls_in_closed_form_are_parrys_manifold() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut touching = 0;
+        for case in 0..2_000 {
+            let (ra, rb) = (rng.random_range(0.01..0.05), rng.random_range(0.01..0.05));
+            let mut rotation = || {
+                UnitQuaternion::from_euler_angles(
+                    rng.random_range(-3.0..3.0),
+                    rng.random_range(-1.5..1.5),
+                    rng.random_range(-3.0..3.0),
+                )
+            };
+            let (qa, qb) = (rotation(), rotation());
+            let xa = Vector3::new(rng.random_range(-1.0..1.0), 0.3, -0.2);
+            let offset = if case % 100 == 0 {
+                Vector3::zeros()
+            } else {
+                let direction = Vector3::new(
+                    rng.random_range(-1.0..1.0),
+                    rng.random_range(-1.0..1.0),
+                    rng.random_range(-1.0..1.0),
+                );
+                direction.normalize() * rng.random_range(0.5..1.5) * (ra + rb)
+            };
+            let pa = Isometry3::from_parts(xa.into(), qa);
+            let pb = Isometry3::from_parts((xa + offset).into(), qb);
+            let margin = rng.random_range(-0.01..0.02);
+            let expected = dispatched(ra, &pa, rb, &pb, margin);
+            let mut found = Vec::new();
+            contacts_3d(
+                &Shape::Sphere { radius: ra },
+                &pa,
+                &Shape::Sphere { radius: rb },
+                &pb,
+                margin,
+                &mut found,
+            );
+            let near = |x: &Vector3<f64>, y: &Vector3<f64>| (x - y).norm() <= 1e-12;
+            // A gap within rounding of the margin may fall either side.
+            if found.len() != expected.len() {
+                let gap = offset.norm() - ra - rb;
+                assert!(
+                    (gap - margin).abs() <= 1e-12,
+                    "case {case}: {found:?} / {expected:?}"
+                );
+                continue;
+            }
+            for (f, e) in found.iter().zip(&expected) {
+                assert_eq!(f.feature, e.feature, "case {case}");
+                assert!((f.gap - e.gap).abs() <= 1e-12, "case {case}");
+                assert!(near(&f.point_a, &e.point_a), "case {case}");
+                assert!(near(&f.point_b, &e.point_b), "case {case}");
+                assert!(near(&f.normal, &e.normal), "case {case}");
+                touching += 1;
+            }
+        }
+        assert!(touching > 500, "{touching} pairs within their margins");
+    }
 }
