@@ -236,6 +236,36 @@ fn a_problem_without_solution_ends_on_a_ray() {
     }
 }
 
+/// `solve_either`: a solved LCP is the dense reference's own solution; a
+/// ray is confirmed on the structured representation, with both runs'
+/// pivots; the pivot limit ends it at once.
+#[test]
+fn solve_either_repeats_only_failed_or_ray_runs_on_the_structured_representation() {
+    let options = LemkeOptions::default();
+    let mut rng = rng(41);
+    let m = random_spd(&mut rng, 6);
+    let solvable = Lcp::new(m, random_vector(&mut rng, 6)).expect("square");
+    let (dense, either) = (
+        solve(&solvable),
+        lcp::solve_either(&solvable, &options).expect("valid"),
+    );
+    assert_eq!(either.status, LcpStatus::Solved);
+    assert_eq!((either.z, either.pivots), (dense.z, dense.pivots));
+
+    let ray = Lcp::new(-DMatrix::identity(4, 4), DVector::from_element(4, -1.0)).expect("square");
+    let either = lcp::solve_either(&ray, &options).expect("valid");
+    let structured = lcp::solve_structured(&ray.m, &ray.q, &options).expect("valid");
+    assert_eq!(either.status, LcpStatus::RayTermination);
+    assert_eq!(either.pivots, solve(&ray).pivots + structured.pivots);
+
+    let limited = LemkeOptions {
+        max_pivots: Some(100),
+        ..Default::default()
+    };
+    let murty = lcp::solve_either(&Lcp::murty(8), &limited).expect("valid");
+    assert_eq!((murty.status, murty.pivots), (LcpStatus::MaxPivots, 100));
+}
+
 #[test]
 fn warm_start_from_the_solution_basis_needs_no_pivot() {
     let mut rng = rng(15);

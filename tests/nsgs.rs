@@ -281,14 +281,9 @@ impl Uniqueness {
             p * (k + 2),
             "(29) has k + 2 unknowns a contact"
         );
-        // The dense reference first; where rounding ends its runs on a
-        // degenerate LCP of the pile at rest (NumericalFailure), the
-        // structured solver the steppers use, on the same M and q.
-        let options = LemkeOptions::default();
-        let mut solution = lcp::lemke::solve(lcp, &options).expect("a valid LCP");
-        if solution.status != LcpStatus::Solved {
-            solution = lcp::lemke::solve_structured(&lcp.m, &lcp.q, &options).expect("a valid LCP");
-        }
+        // The dense reference, and the structured representation where
+        // rounding ends the dense runs on a degenerate LCP of the pile.
+        let solution = lcp::solve_either(lcp, &LemkeOptions::default()).expect("a valid LCP");
         assert_eq!(solution.status, LcpStatus::Solved);
         let (z, w) = (&solution.z, &solution.w);
         let (z_zero, w_zero) = (1e-9 * z.amax(), 1e-9 * w.amax());

@@ -17,7 +17,7 @@ pub fn run(files: &[PathBuf], max_size: usize) -> Result<(), String> {
             |n| n.to_string_lossy().into_owned(),
         );
         match siconos::read_limited(path, max_size) {
-            Ok(problem) => match lcp::solve(&problem, &LemkeOptions::default()) {
+            Ok(problem) => match lcp::solve_either(&problem, &LemkeOptions::default()) {
                 Ok(s) => {
                     println!(
                         "{name} n={} status={} pivots={} residual={:.3e}",

@@ -17,7 +17,7 @@ use nalgebra::{DMatrix, DVector};
 use std::fmt;
 use thiserror::Error;
 
-pub use lemke::{LemkeOptions, solve, solve_dense, solve_structured};
+pub use lemke::{LemkeOptions, solve, solve_dense, solve_either, solve_structured};
 
 /// The matrix M of an LCP as Lemke's method uses it: entries, columns and
 /// products with sparse vectors. A dense matrix is one; a stepper's contact
