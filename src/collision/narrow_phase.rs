@@ -352,6 +352,8 @@ fn pair_contacts(
         }
         _ => {}
     }
+    // Two balls in the plane are not kept either: `pair::balls_2d` is a
+    // few dozen operations.
     let balls = matches!(
         (a.shape, b.shape),
         (Shape::Sphere { .. }, Shape::Sphere { .. })
@@ -432,11 +434,10 @@ fn fill_contact(
             let t = Vector3::new(-normal.y, normal.x, 0.0);
             tangents.extend([t, -t]);
         }
-        Dimension::Spatial if k > 0 => {
+        Dimension::Spatial => {
             let (t1, t2) = tangent_frame(&normal, up);
             tangents.extend(angles.iter().map(|&(c, s)| t1 * c + t2 * s));
         }
-        Dimension::Spatial => {}
     }
     // A fixed body has no velocities: the contact is on a's block alone.
     let b_moving = b.filter(|(j, _)| !system.is_fixed(*j));

@@ -54,31 +54,6 @@ use nalgebra::Vector3;
 /// scaled by the size of the pair.
 const REL_TOL: f64 = 1e-9;
 
-/// Parry's `contact_manifold_ball_ball` on the relative pose `pos12` (B in
-/// A's frame), in either dimension's types: A's normal, the two points in
-/// their bodies' frames and the gap, when the gap is below the prediction
-/// distance max(margin, 0) (false for NaN); `$y` is parry's normal for
-/// coincident centres.
-macro_rules! ball_manifold {
-    ($pos12:expr, $ra:expr, $rb:expr, $margin:expr, $y:expr) => {{
-        let dcenter = $pos12.translation;
-        let center_dist = dcenter.length();
-        let dist = center_dist - $ra - $rb;
-        if dist.partial_cmp(&$margin.max(0.0)) == Some(std::cmp::Ordering::Less) {
-            let local_n1 = if center_dist != 0.0 {
-                dcenter / center_dist
-            } else {
-                $y
-            };
-            let local_n2 = $pos12.rotation.inverse() * -local_n1;
-            Some((local_n1, local_n1 * $ra, local_n2 * $rb, dist))
-        } else {
-            None
-        }
-    }};
-}
-use ball_manifold;
-
 /// [`finish`] for the one point of two balls: its test ([`keeps`]) and its
 /// feature. The rest of `finish` is for several points (the unknown GJK
 /// point, duplicates, two points of one name) and leaves one named point as
@@ -89,8 +64,8 @@ fn ball_finish(mut point: Raw, margin: f64, out: &mut Vec<PairContact>) {
     }
 }
 
-/// The one point of two balls as [`raw_3d`] and [`raw_2d`] hand it to
-/// [`finish`]: parry names both features face 0.
+/// The one point of two balls as [`raw_2d`] hands it to [`finish`]: parry
+/// names both features face 0.
 fn ball_raw(point_a: Vector3<f64>, point_b: Vector3<f64>, normal: Vector3<f64>, gap: f64) -> Raw {
     Raw {
         point_a,

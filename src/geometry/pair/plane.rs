@@ -1,15 +1,19 @@
 //! The narrow phase in the plane, on parry2d.
 
 use super::{
-    PairContact, Raw, Shape, UNKNOWN_FEATURE, ball_finish, ball_manifold, ball_raw, finish,
-    is_size, parry_shape, sides_touched,
+    PairContact, Raw, Shape, UNKNOWN_FEATURE, ball_finish, ball_raw, finish, is_size, parry_shape,
+    sides_touched,
 };
 use nalgebra::{Isometry2, Point2, Vector2, Vector3};
 use p2::query::PersistentQueryDispatcher as _;
 use parry2d_f64 as p2;
 
-/// [`balls_3d`] in the plane (parry2d's ball–ball manifold, then what
-/// [`raw_2d`] and [`finish`] do with it).
+/// Two balls in the plane, without the dispatcher: parry2d's ball–ball
+/// manifold (`contact_manifold_ball_ball`: on the relative pose `pos12`, B
+/// in A's frame, A's normal and the two points in their bodies' frames,
+/// kept while the gap is below the prediction distance max(margin, 0), false
+/// for NaN; coincident centres take A's y axis), then what [`raw_2d`] and
+/// [`finish`] do with it.
 fn balls_2d(
     pos12: &p2::math::Pose,
     ra: f64,
@@ -19,13 +23,22 @@ fn balls_2d(
     margin: f64,
     out: &mut Vec<PairContact>,
 ) {
-    let Some((n1, p1, p2, dist)) = ball_manifold!(pos12, ra, rb, margin, p2::math::Vector::Y)
-    else {
+    let dcenter = pos12.translation;
+    let center_dist = dcenter.length();
+    let dist = center_dist - ra - rb;
+    if dist.partial_cmp(&margin.max(0.0)) != Some(std::cmp::Ordering::Less) {
         return;
+    }
+    let n1 = if center_dist != 0.0 {
+        dcenter / center_dist
+    } else {
+        p2::math::Vector::Y
     };
+    let n2 = pos12.rotation.inverse() * -n1;
+    let (local_a, local_b) = (n1 * ra, n2 * rb);
     let n1 = pose_a.rotation * Vector2::new(n1.x, n1.y);
-    let world_a = pose_a * Point2::new(p1.x, p1.y);
-    let world_b = pose_b * Point2::new(p2.x, p2.y);
+    let world_a = pose_a * Point2::new(local_a.x, local_a.y);
+    let world_b = pose_b * Point2::new(local_b.x, local_b.y);
     let point = ball_raw(
         Vector3::new(world_a.x, world_a.y, 0.0),
         Vector3::new(world_b.x, world_b.y, 0.0),

@@ -102,18 +102,20 @@ pub fn balls_3d(
     let d = xa - xb;
     let distance = d.norm();
     let gap = distance - ra - rb;
-    // NaN fails both comparisons, and a finite gap has finite centres.
-    if !(gap < margin.max(0.0) && gap <= margin && gap.is_finite()) {
+    // NaN fails both comparisons, and so does an infinite gap: a gap that
+    // passes is finite, and so are the centres and d / |d|.
+    if !(gap < margin.max(0.0) && gap <= margin) {
         return;
     }
     let normal = if distance != 0.0 {
         d / distance
     } else {
-        -(rot_a * Vector3::y())
+        let normal = -(rot_a * Vector3::y());
+        if !normal.iter().all(|x| x.is_finite()) {
+            return;
+        }
+        normal
     };
-    if !normal.iter().all(|x| x.is_finite()) {
-        return;
-    }
     out.push(PairContact {
         point_a: xa - normal * ra,
         point_b: xb + normal * rb,
