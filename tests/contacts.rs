@@ -559,6 +559,7 @@ fn a_solve_reuses_the_islands_whose_lcp_came_back_unchanged() {
                 relaxed_normal_terms: None,
                 mu: &mu,
                 activation: None,
+                up: model.up(),
             }
         };
     }

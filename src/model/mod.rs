@@ -121,6 +121,16 @@ pub enum Model {
 }
 
 impl Model {
+    /// The unit vector opposite to gravity of a rigid system
+    /// ([`RigidSystem::up`]); z for a linear system, whose contacts have no
+    /// place in space.
+    pub fn up(&self) -> Vector3<f64> {
+        match self {
+            Self::Rigid(s) => s.up(),
+            Self::Linear(_) => Vector3::z(),
+        }
+    }
+
     /// Number of generalized velocities.
     pub fn dof(&self) -> usize {
         match self {

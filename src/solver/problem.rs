@@ -4,7 +4,7 @@
 //! velocity would close them ([`Activation`]).
 
 use crate::model::{Contact, MassInverse};
-use nalgebra::DVector;
+use nalgebra::{DVector, Vector3};
 
 /// The contact LCP (29) a scheme poses for one solve: the contacts, W (M⁻¹
 /// or the joints' Schur complement), the velocity without contact impulses
@@ -32,6 +32,9 @@ pub struct ContactProblem<'a> {
     /// Moreau–Jean's predictive activation done inside the NSGS sweeps
     /// (see [`Activation`]); `None`: every contact takes part.
     pub activation: Option<Activation<'a>>,
+    /// The unit vector opposite to gravity ([`crate::model::RigidSystem::up`]):
+    /// NSGS on the circular cone sweeps the contacts from the lowest up.
+    pub up: Vector3<f64>,
 }
 
 /// Contacts that take part only once the velocity would close them: a

@@ -40,7 +40,7 @@ use crate::lcp::LcpStatus;
 use crate::model::{BlockInverse, Component, Contact, ContactId, MassInverse, Model, State};
 use crate::params::Params;
 use crate::solver::{ContactProblem, ContactSolution, Failed, Form, Layout, SolverOptions};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Vector3};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -320,6 +320,7 @@ struct Posed {
     dof: usize,
     mu: Vec<f64>,
     gap_terms: Vec<f64>,
+    up: Vector3<f64>,
 }
 
 /// Eliminates the joints of (12)–(16) at `state` with step `h`, for
@@ -363,6 +364,7 @@ fn pose(
         mu: vec![params.mu; contacts],
         // Active contacts are constrained at the velocity level (14): no gap term.
         gap_terms: vec![0.0; contacts],
+        up: model.up(),
     }
 }
 
@@ -383,6 +385,7 @@ impl Posed {
             relaxed_normal_terms: None,
             mu: &self.mu,
             activation: None,
+            up: self.up,
         }
     }
 

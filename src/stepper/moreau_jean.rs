@@ -592,6 +592,7 @@ impl Posing<'_, '_> {
             relaxed_normal_terms: None,
             mu,
             activation,
+            up: self.solver.up(),
         };
         self.solver.solve(&problem, Form::Impact)
     }

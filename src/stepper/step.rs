@@ -14,7 +14,7 @@ use crate::params::Params;
 use crate::solver::{
     ContactProblem, ContactSolution, ContactSolver, Form, PlanarSolve, SolveBuffers, SolverOptions,
 };
-use nalgebra::DVector;
+use nalgebra::{DVector, Vector3};
 use std::any::Any;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -91,6 +91,7 @@ impl<'a> Step<'a> {
                 buffers: lent.solve,
                 options,
                 map: model.mass_inverse_form(),
+                up: model.up(),
                 pivots: 0,
                 solves: 0,
                 sweeps: 0,
@@ -221,6 +222,7 @@ pub struct Solver<'a> {
     buffers: &'a mut SolveBuffers,
     options: SolverOptions,
     map: MassInverse<'a>,
+    up: Vector3<f64>,
     pivots: usize,
     solves: usize,
     sweeps: usize,
@@ -233,6 +235,12 @@ pub struct Solver<'a> {
 }
 
 impl<'a> Solver<'a> {
+    /// The unit vector opposite to gravity ([`Model::up`]), for
+    /// [`ContactProblem::up`].
+    pub fn up(&self) -> Vector3<f64> {
+        self.up
+    }
+
     /// Solves a contact problem of form `form`.
     pub fn solve(&mut self, problem: &ContactProblem<'_>, form: Form) -> ContactSolution {
         let clock = Instant::now();

@@ -630,6 +630,7 @@ fn solve(
         relaxed_normal_terms: Some(terms.clamped),
         mu: terms.mu,
         activation: None,
+        up: solver.up(),
     };
     solver.solve(&problem, Form::Position)
 }

@@ -80,6 +80,7 @@ pub(in crate::solver) fn taking_part_lcp(
         relaxed_normal_terms: None,
         mu: &mu,
         activation: None,
+        up: problem.up,
     };
     whole_lcp(
         &taking_part,

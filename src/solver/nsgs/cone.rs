@@ -332,7 +332,7 @@ pub(super) fn solve_cone(
         }
         add_cones(&mut joined, cones, arena);
     }
-    halves.split(cones, contacts, problem.dof, block);
+    halves.split(cones, contacts, problem.dof, block, &problem.up);
 
     let mut status = LcpStatus::SweepLimit;
     let mut residual = f64::INFINITY;
@@ -432,9 +432,9 @@ pub(super) fn solve_cone(
             let grew = !joined.is_empty();
             add_cones(&mut joined, cones, arena);
             if grew {
-                // Joined contacts are swept in the problem's order (the
-                // broad phase's, neighbours near each other), not last.
-                halves.split(cones, contacts, problem.dof, block);
+                // Joined contacts take their place in the sweeps' order
+                // (from the lowest up, [`Halves::split`]), not last.
+                halves.split(cones, contacts, problem.dof, block, &problem.up);
             }
             if converged && !grew {
                 status = LcpStatus::Solved;

@@ -30,9 +30,18 @@ pub(super) const PROBE_SWEEPS: usize = 4;
 /// acceleration's passes and its combination run in the same parts on the
 /// same threads ([`Anderson::pieces`]), so that each thread keeps its
 /// cones, its impulses and its bodies in its own cache. On the silos the
-/// third part is 5–10 % of the contacts, and the order took about as many
-/// sweeps as the problem's own (1,000 grains: 75.3 against 73.3 a step;
-/// the hourglass 55.0 against 53.3, the avalanche 54.1 against 54.4).
+/// third part is 5–10 % of the contacts.
+///
+/// Within each part, and in a problem swept whole, the contacts go from the
+/// lowest point up, against gravity: a grain's weight then reaches the
+/// floor through the column under it in fewer sweeps than in the broad
+/// phase's order (by body index, which the flow scatters in height). Over
+/// the first 0.5 s of the 1,000-grain silo 69.8 sweeps a step instead of
+/// 76.4 (the most in a step 200 instead of 250), the 1,500-grain heap's
+/// first second 37.3 instead of 41.6, `heap.ron`'s first second 34.1
+/// instead of 39.1, and the planar hourglass's and the avalanche's 63.0 and
+/// 39.2 instead of 63.8 and 39.8 (one thread). Top down took as many
+/// sweeps as bottom up.
 ///
 /// The cones are stored in the parts' order, and the velocity of a large
 /// problem is padded ([`PAD`]): with the two halves' cones and bodies
@@ -48,8 +57,9 @@ pub(super) struct Halves {
     pub(super) side: Vec<u8>,
     pub(super) keys: Vec<(f64, usize)>,
     pub(super) points: Vec<Vector3<f64>>,
-    /// The cones' new order, and the cones moved into it.
-    pub(super) permutation: Vec<(u8, usize, u32)>,
+    /// The cones' new order (part, height key, contact, place), and the
+    /// cones moved into it.
+    pub(super) permutation: Vec<(u8, u64, usize, u32)>,
     pub(super) moved: Vec<Cone>,
 }
 
@@ -62,9 +72,11 @@ impl Halves {
         [a, b, c]
     }
 
-    /// Splits `cones` and stores them in the parts' order, each part in the
-    /// problem's (contact) order; small problems, and those whose rows are
-    /// not rigid bodies' blocks, stay whole, in the problem's order.
+    /// Splits `cones` and stores them in the parts' order, each part from
+    /// its lowest contact point up (along `up`, opposite to gravity; ties
+    /// in the problem's order); small problems, and those whose rows are
+    /// not rigid bodies' blocks, stay whole, in the same order. Contacts
+    /// without a place in space keep the problem's order.
     /// `block` is [`padded_block`]'s: every block of the problem is one
     /// rigid body's, on the bodies' grid (0 when not).
     pub(super) fn split(
@@ -73,17 +85,22 @@ impl Halves {
         contacts: &[&crate::model::Contact],
         dof: usize,
         block: usize,
+        up: &Vector3<f64>,
     ) {
         let n = cones.len();
         self.ends = [n, n];
-        if !self.split_parts(cones, contacts, dof, block) {
+        if !self.split_parts(cones, contacts, dof, block, up) {
             self.permutation.clear();
-            self.permutation.extend(
-                cones
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (0, c.contact, i as u32)),
-            );
+            let placed = cones.iter().all(|c| contacts[c.contact].frame.is_some());
+            self.permutation
+                .extend(cones.iter().enumerate().map(|(i, c)| {
+                    let height = contacts[c.contact]
+                        .frame
+                        .as_ref()
+                        .filter(|_| placed)
+                        .map_or(0, |f| height_key(f.point.dot(up)));
+                    (0, height, c.contact, i as u32)
+                }));
             self.reorder(cones);
         }
     }
@@ -95,7 +112,7 @@ impl Halves {
         self.permutation.sort_unstable();
         self.moved.clear();
         self.moved
-            .extend(self.permutation.iter().map(|&(_, _, i)| cones[i as usize]));
+            .extend(self.permutation.iter().map(|&(.., i)| cones[i as usize]));
         // The moved cones become the cones (no copy back); the old storage
         // is the next reorder's.
         std::mem::swap(cones, &mut self.moved);
@@ -108,6 +125,7 @@ impl Halves {
         contacts: &[&crate::model::Contact],
         dof: usize,
         block: usize,
+        up: &Vector3<f64>,
     ) -> bool {
         let n = cones.len();
         // Off the bodies' grid (a general span reads the whole velocity) the
@@ -160,11 +178,24 @@ impl Halves {
                 .all(|b| self.side[b.start] == bit);
             let part = if alone { bit - 1 } else { 2 };
             counts[usize::from(part)] += 1;
-            self.permutation.push((part, cone.contact, i as u32));
+            let height = height_key(p.dot(up));
+            self.permutation
+                .push((part, height, cone.contact, i as u32));
         }
         self.reorder(cones);
         self.ends = [counts[0], counts[0] + counts[1]];
         true
+    }
+}
+
+/// A key that sorts as the height `h` does (`f64::total_cmp`'s order of
+/// the bits).
+fn height_key(h: f64) -> u64 {
+    let bits = h.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
@@ -213,7 +244,41 @@ pub(super) fn padded_block(contacts: &[&crate::model::Contact], planar: bool) ->
 
 #[cfg(test)]
 mod tests {
-    use super::weighted_median;
+    use super::{height_key, weighted_median};
+
+    /// The height keys sort as the heights do (`f64::total_cmp`), across
+    /// zero, signs and magnitudes: the order the sweeps take.
+    #[test]
+    fn height_keys_sort_as_the_heights() {
+        let mut seed = 99u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 11
+        };
+        let mut heights: Vec<f64> = (0..2_000)
+            .map(|_| {
+                let unit = next() as f64 / (1u64 << 53) as f64;
+                (unit - 0.5) * 10f64.powi((next() % 13) as i32 - 6)
+            })
+            .chain([
+                0.0,
+                -0.0,
+                f64::MIN_POSITIVE,
+                -f64::MIN_POSITIVE,
+                1e300,
+                -1e300,
+            ])
+            .collect();
+        let mut by_key = heights.clone();
+        by_key.sort_by_key(|&h| height_key(h));
+        heights.sort_by(f64::total_cmp);
+        assert_eq!(
+            by_key.iter().map(|h| h.to_bits()).collect::<Vec<_>>(),
+            heights.iter().map(|h| h.to_bits()).collect::<Vec<_>>()
+        );
+    }
 
     /// The quickselect against a sorted scan: the first key in increasing
     /// order at which the running weight reaches half the total, on lists
