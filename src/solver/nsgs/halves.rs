@@ -57,9 +57,9 @@ pub(super) struct Halves {
     pub(super) side: Vec<u8>,
     pub(super) keys: Vec<(f64, usize)>,
     pub(super) points: Vec<Vector3<f64>>,
-    /// The cones' new order (part, height key, contact, place), and the
-    /// cones moved into it.
-    pub(super) permutation: Vec<(u8, u64, usize, u32)>,
+    /// The cones' new order (part, height, contact, place), and the cones
+    /// moved into it.
+    pub(super) permutation: Vec<(u8, f64, usize, u32)>,
     pub(super) moved: Vec<Cone>,
 }
 
@@ -98,7 +98,7 @@ impl Halves {
                         .frame
                         .as_ref()
                         .filter(|_| placed)
-                        .map_or(0, |f| height_key(f.point.dot(up)));
+                        .map_or(0.0, |f| f.point.dot(up));
                     (0, height, c.contact, i as u32)
                 }));
             self.reorder(cones);
@@ -109,7 +109,11 @@ impl Halves {
     /// sorting the keys and moving each cone once, where sorting the cones
     /// themselves (300 bytes each) moved them a dozen times.
     pub(super) fn reorder(&mut self, cones: &mut Vec<Cone>) {
-        self.permutation.sort_unstable();
+        self.permutation.sort_unstable_by(|a, b| {
+            (a.0.cmp(&b.0))
+                .then(a.1.total_cmp(&b.1))
+                .then((a.2, a.3).cmp(&(b.2, b.3)))
+        });
         self.moved.clear();
         self.moved
             .extend(self.permutation.iter().map(|&(.., i)| cones[i as usize]));
@@ -178,24 +182,12 @@ impl Halves {
                 .all(|b| self.side[b.start] == bit);
             let part = if alone { bit - 1 } else { 2 };
             counts[usize::from(part)] += 1;
-            let height = height_key(p.dot(up));
             self.permutation
-                .push((part, height, cone.contact, i as u32));
+                .push((part, p.dot(up), cone.contact, i as u32));
         }
         self.reorder(cones);
         self.ends = [counts[0], counts[0] + counts[1]];
         true
-    }
-}
-
-/// A key that sorts as the height `h` does (`f64::total_cmp`'s order of
-/// the bits).
-fn height_key(h: f64) -> u64 {
-    let bits = h.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
     }
 }
 
@@ -244,41 +236,7 @@ pub(super) fn padded_block(contacts: &[&crate::model::Contact], planar: bool) ->
 
 #[cfg(test)]
 mod tests {
-    use super::{height_key, weighted_median};
-
-    /// The height keys sort as the heights do (`f64::total_cmp`), across
-    /// zero, signs and magnitudes: the order the sweeps take.
-    #[test]
-    fn height_keys_sort_as_the_heights() {
-        let mut seed = 99u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            seed >> 11
-        };
-        let mut heights: Vec<f64> = (0..2_000)
-            .map(|_| {
-                let unit = next() as f64 / (1u64 << 53) as f64;
-                (unit - 0.5) * 10f64.powi((next() % 13) as i32 - 6)
-            })
-            .chain([
-                0.0,
-                -0.0,
-                f64::MIN_POSITIVE,
-                -f64::MIN_POSITIVE,
-                1e300,
-                -1e300,
-            ])
-            .collect();
-        let mut by_key = heights.clone();
-        by_key.sort_by_key(|&h| height_key(h));
-        heights.sort_by(f64::total_cmp);
-        assert_eq!(
-            by_key.iter().map(|h| h.to_bits()).collect::<Vec<_>>(),
-            heights.iter().map(|h| h.to_bits()).collect::<Vec<_>>()
-        );
-    }
+    use super::weighted_median;
 
     /// The quickselect against a sorted scan: the first key in increasing
     /// order at which the running weight reaches half the total, on lists
