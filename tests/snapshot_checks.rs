@@ -1,5 +1,6 @@
 //! A snapshot is checked as a scene is: the size cap and the magnitude rule
-//! on its text, the overlap tolerance on its state, unit quaternions, fixed
+//! on its text, the overlap tolerance on its state (under Moreau–Jean, the
+//! overlaps its own steps leave), unit quaternions, fixed
 //! bodies where the scene holds them, t ≥ 0; a stepper memory that does not
 //! fit its own layout is dropped for a cold start, with a note.
 
@@ -136,4 +137,69 @@ fn a_stepper_memory_out_of_its_own_layout_is_dropped_with_a_note() {
         );
         common::run(&mut sim, 0.1, |_, _| {});
     }
+}
+
+/// Three balls stacked on a table under Moreau–Jean with NSGS, the scheme
+/// whose steps leave contacts up to its guards' depth deep.
+fn ball_column(stepper: &str) -> String {
+    format!(
+        r#"Scene(
+    name: "column",
+    params: (dt: 0.005, duration: 1.0, mu: 0.5, stepper: r#{stepper}, solver: nsgs),
+    system: Rigid((
+        dimension: Spatial,
+        gravity: (0.0, 0.0, -9.81),
+        bodies: [
+            (name: "low", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 0.0, 0.1)),
+            (name: "mid", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 0.0, 0.3)),
+            (name: "top", shape: Sphere(radius: 0.1), mass: 1.0, position: (0.0, 0.0, 0.5))
+        ],
+        surfaces: [(name: "table", normal: (0.0, 0.0, 1.0))],
+    )),
+)"#
+    )
+}
+
+#[test]
+fn a_state_moreau_jean_left_reloads_with_its_overlaps_and_a_deeper_one_is_refused() {
+    let path = Path::new("column.ron");
+    let scene = scene::parse(&ball_column("moreau-jean"), path).expect("a valid scene");
+    let mut sim = Simulation::new(scene);
+    for _ in 0..60 {
+        sim.step().expect("steps");
+    }
+    let tolerance = contactlab::scene::overlap::tolerance(sim.model());
+    let deepest = contactlab::collision::contacts(sim.model(), &sim.state.q, 4, 0.0)
+        .iter()
+        .fold(0.0_f64, |d, c| d.max(-c.gap));
+    // The guard's depth for two balls of 0.1 m: 0.005 · 0.1 m.
+    assert!(
+        deepest > 2.0 * tolerance && deepest <= 0.5e-3 * (1.0 + 1e-3),
+        "the steps left the balls {deepest} m deep (tolerance {tolerance} m)"
+    );
+    let snapshot = Snapshot::of(&sim);
+    let text = snapshot.to_ron().expect("writes");
+    let mut again = Simulation::new(sim.scene.clone());
+    assert_eq!(apply(&mut again, &text), Ok(None));
+    assert_eq!(again.state.q, sim.state.q);
+
+    // Under a scheme that keeps gaps to the tolerance, the same state is
+    // refused.
+    let strict = scene::parse(&ball_column("stewart-trinkle"), path).expect("a valid scene");
+    let err = apply(&mut Simulation::new(strict), &text).expect_err("refused");
+    assert!(
+        err.contains("inside") && err.contains("1e-7 m tolerance"),
+        "{err}"
+    );
+
+    // The top ball 2 mm further into the middle one: past twice the
+    // guard's depth (1 mm).
+    let mut deeper = snapshot.clone();
+    deeper.q[16] -= 2e-3;
+    let text = deeper.to_ron().expect("writes");
+    let err = apply(&mut Simulation::new(sim.scene.clone()), &text).expect_err("refused");
+    assert!(
+        err.contains("bodies `mid` and `top`") && err.contains("more than the 0.001 m"),
+        "{err}"
+    );
 }

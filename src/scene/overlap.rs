@@ -6,7 +6,7 @@
 //!
 //! A scene that means it sets `allow_initial_overlap: true`.
 
-use crate::model::{Model, Other, State};
+use crate::model::{Contact, Model, Other, State};
 
 /// The deepest initial penetration accepted without `allow_initial_overlap`,
 /// m: 1e-6 of the model's length scale ([`Model::length_scale`]), which
@@ -32,19 +32,38 @@ pub struct Overlap {
     pub b: Other,
     /// How deep, m (positive).
     pub depth: f64,
+    /// How deep it could have been and be accepted, m.
+    pub limit: f64,
 }
 
 /// The deepest overlap at `state` beyond [`tolerance`], if any.
 pub fn deepest(model: &Model, state: &State, edges: usize) -> Option<Overlap> {
     let limit = tolerance(model);
+    deepest_beyond(model, state, edges, |_| limit)
+}
+
+/// The deepest overlap at `state` beyond what `accepted` accepts for its
+/// contact (m, and never less than [`tolerance`]), if any.
+pub fn deepest_beyond(
+    model: &Model,
+    state: &State,
+    edges: usize,
+    accepted: impl Fn(&Contact) -> f64,
+) -> Option<Overlap> {
+    let least = tolerance(model);
     crate::collision::contacts(model, &state.q, edges, 0.0)
         .into_iter()
-        .filter(|c| c.gap < -limit)
-        .min_by(|x, y| x.gap.total_cmp(&y.gap))
-        .map(|c| Overlap {
+        .map(|c| {
+            let limit = accepted(&c).max(least);
+            (c, limit)
+        })
+        .filter(|(c, limit)| c.gap < -limit)
+        .min_by(|(x, _), (y, _)| x.gap.total_cmp(&y.gap))
+        .map(|(c, limit)| Overlap {
             a: c.id.a,
             b: c.id.b,
             depth: -c.gap,
+            limit,
         })
 }
 
@@ -52,7 +71,7 @@ pub fn deepest(model: &Model, state: &State, edges: usize) -> Option<Overlap> {
 /// to point at, that field, the message).
 pub fn describe(model: &Model, overlap: &Overlap) -> (String, String, String) {
     let depth = rounded(overlap.depth);
-    let limit = rounded(tolerance(model));
+    let limit = rounded(overlap.limit);
     let remedy = format!(
         "(more than the {limit} m tolerance); move them apart, or set `allow_initial_overlap: true` if the scene means it"
     );

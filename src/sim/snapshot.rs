@@ -18,10 +18,11 @@
 //! command line, as always.
 //!
 //! A snapshot is checked as a scene is: the same size cap and magnitude rule
-//! on its text, the same overlap tolerance on its state, unit quaternions,
-//! fixed bodies where the scene holds them, a time t ≥ 0; a stepper memory
-//! that does not fit its own layout is dropped, with a note, for a cold
-//! start.
+//! on its text, the same overlap tolerance on its state (under Moreau–Jean,
+//! up to the overlaps its own steps leave: twice its guards' depth of each
+//! pair, so that a granular run's state reloads), unit quaternions, fixed
+//! bodies where the scene holds them, a time t ≥ 0; a stepper memory that
+//! does not fit its own layout is dropped, with a note, for a cold start.
 
 mod legacy;
 
@@ -30,7 +31,9 @@ pub use legacy::SavedMemory;
 use super::Simulation;
 use crate::model::rigid::{position_size, velocity_size};
 use crate::model::{Dimension, Model};
+use crate::params::StepperKind;
 use crate::scene::{self, BodySpec, SceneError, overlap};
+use crate::stepper::moreau_jean::kept_overlap;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -219,7 +222,7 @@ impl Snapshot {
             }
         }
         if !next.scene.file.allow_initial_overlap
-            && let Some(found) = overlap::deepest(next.model(), &next.state, next.params.edges)
+            && let Some(found) = deepest_overlap(&next)
         {
             let (_, _, message) = overlap::describe(next.model(), &found);
             return Err(error(
@@ -249,6 +252,22 @@ impl Snapshot {
         }
         *sim = next;
         Ok(note)
+    }
+}
+
+/// The deepest overlap of `sim`'s state beyond what its scheme leaves: a
+/// state that Moreau–Jean's steps left holds overlaps up to its guards'
+/// depth ([`kept_overlap`]); any other scheme's, the scene's tolerance
+/// ([`overlap::tolerance`]).
+fn deepest_overlap(sim: &Simulation) -> Option<overlap::Overlap> {
+    let (model, state, edges) = (sim.model(), &sim.state, sim.params.edges);
+    let kept = match sim.params.stepper {
+        StepperKind::MoreauJean => kept_overlap(model, sim.step_settings()),
+        _ => None,
+    };
+    match kept {
+        Some(kept) => overlap::deepest_beyond(model, state, edges, kept),
+        None => overlap::deepest(model, state, edges),
     }
 }
 

@@ -63,6 +63,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 mod guarded;
+pub(crate) use guarded::kept_overlap;
 use guarded::{Depths, guard_end, guard_midpoint, nearest_end_gap};
 
 /// The Moreau–Jean scheme (its memory, the warm start, is the driver's).

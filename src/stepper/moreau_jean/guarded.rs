@@ -56,6 +56,21 @@ impl<'a> Depths<'a> {
     }
 }
 
+/// The deepest overlap a contact of `model` may have in a state that
+/// Moreau–Jean's steps produced, m, for a snapshot's check
+/// ([`crate::sim::snapshot`]): twice the guard's depth of its pair. A step
+/// leaves a contact at most that depth deep (within the lift's tolerance, a
+/// thousandth of it) unless it was deeper before the step, so the same
+/// depth again covers the lifts that stop short of their tolerance. `None`
+/// for a model the guards do not hold ([`Depths::of`]).
+pub(crate) fn kept_overlap<'a>(
+    model: &'a Model,
+    settings: &StepSettings,
+) -> Option<impl Fn(&Contact) -> f64 + 'a> {
+    let (depths, _) = Depths::of(model, settings)?;
+    Some(move |c: &Contact| 2.0 * depths.pair(c))
+}
+
 /// The midpoint's guard: the lift of q^A + (h/2)u^A that brings every
 /// contact the first half-step takes deeper than
 /// [`StepSettings::guard_depth`] below min(g(q^A), 0) back to it, or `None`
