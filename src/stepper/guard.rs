@@ -16,8 +16,11 @@
 //! untouched.
 
 use crate::model::{Contact, ContactId};
+use crate::pair_thread::{self, PairThread, both};
 use nalgebra::DVector;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
+
+mod split;
 
 /// Projected sweeps over the working set in a round, at most, before the
 /// round ends with a check for contacts the lift took deeper.
@@ -77,6 +80,13 @@ pub struct Guard {
     /// from them ([`Self::start_next_from_last`]).
     last: HashMap<ContactId, f64>,
     from_last: bool,
+    /// The sweeps' two halves of space ([`split`]).
+    split: split::Split,
+    /// Whether each contact of `near` is deeper, at a check.
+    deeper: Vec<bool>,
+    /// Threads the sweeps may use, 1 or 2 (`StepSettings::threads`): the
+    /// lift is the same on either.
+    pub threads: usize,
 }
 
 impl Guard {
@@ -142,38 +152,50 @@ impl Guard {
             self.working
                 .extend((0..contacts.len()).filter(|&i| self.visited[i]));
         }
+        let pair = if self.threads >= 2 {
+            pair_thread::shared()
+        } else {
+            None
+        };
         for _ in 0..ROUNDS {
+            let mut split = self.make_split(contacts, diagonal, &delta);
             for sweep in 0..SWEEPS {
-                let mut worst = 0.0_f64;
-                for &i in &self.working {
-                    if self.weight[i].is_nan() {
-                        pack(&mut self.rows, &mut self.weight, i, &contacts[i], diagonal);
-                    }
-                    let weight = self.weight[i];
-                    if weight.is_nan() || weight <= 0.0 {
-                        continue;
-                    }
-                    let row = &self.rows[i];
-                    let above = self.slack[i] + row.dot(delta.as_slice());
-                    let lambda = (self.lambda[i] - RELAXATION * above / weight).max(0.0);
-                    let change = lambda - self.lambda[i];
-                    // A gap below its target, or one the visit moves (an
-                    // over-relaxed λ overshoots and is taken back).
-                    worst = worst.max(-above).max(change.abs() * weight);
-                    if change != 0.0 {
-                        self.lambda[i] = lambda;
-                        row.add_weighted(change, delta.as_mut_slice());
-                        mark_moved(&mut self.moved, &mut self.moved_blocks, row.starts());
-                    }
-                }
+                let worst = if split {
+                    self.split.sweep(pair)
+                } else {
+                    self.sweep_whole(contacts, diagonal, &mut delta)
+                };
                 if worst <= tolerance {
                     break;
                 }
-                if sweep % JOIN_EVERY == JOIN_EVERY - 1 {
-                    self.join(contacts, diagonal, &delta, tolerance);
+                if sweep % JOIN_EVERY != JOIN_EVERY - 1 {
+                    continue;
+                }
+                let before = self.working.len();
+                if split {
+                    // The check reads δ from the halves' arrays.
+                    let halves = std::mem::take(&mut self.split);
+                    let dot = |row: &Packed| halves.dot(row, &delta);
+                    let joined = self.join(contacts, diagonal, dot, tolerance, pair);
+                    self.split = halves;
+                    if joined {
+                        split = self.extend_split(before, contacts, diagonal, &delta);
+                        if !split {
+                            self.split.write_back(&mut self.lambda, &mut delta);
+                        }
+                    }
+                } else {
+                    let dot = |row: &Packed| row.dot(delta.as_slice());
+                    if self.join(contacts, diagonal, dot, tolerance, pair) {
+                        split = self.make_split(contacts, diagonal, &delta);
+                    }
                 }
             }
-            if !self.join(contacts, diagonal, &delta, tolerance) {
+            if split {
+                self.split.write_back(&mut self.lambda, &mut delta);
+            }
+            let dot = |row: &Packed| row.dot(delta.as_slice());
+            if !self.join(contacts, diagonal, dot, tolerance, pair) {
                 break;
             }
         }
@@ -187,18 +209,99 @@ impl Guard {
         delta.iter().all(|x| x.is_finite()).then_some(delta)
     }
 
-    /// Every contact the lift took deeper (below −`tolerance` at δ) joins
-    /// the working set, in the contacts' order; whether any did. Only a
-    /// contact on a block that δ moved can: on the others nᵢᵀδ is exactly
-    /// zero and the slack is not negative. Those contacts are queued once,
-    /// when their block first moves, and read at every check until they
-    /// join.
+    /// One sweep over the whole working set, in its order: each contact's
+    /// λ moved by [`RELAXATION`] times the step that meets its target,
+    /// projected on λ ≥ 0. Returns the largest gap below its target or
+    /// change a visit made (in m).
+    fn sweep_whole(
+        &mut self,
+        contacts: &[Contact],
+        diagonal: &[f64],
+        delta: &mut DVector<f64>,
+    ) -> f64 {
+        let mut worst = 0.0_f64;
+        for &i in &self.working {
+            if self.weight[i].is_nan() {
+                pack(&mut self.rows, &mut self.weight, i, &contacts[i], diagonal);
+            }
+            let weight = self.weight[i];
+            if weight.is_nan() || weight <= 0.0 {
+                continue;
+            }
+            let row = &self.rows[i];
+            let above = self.slack[i] + row.dot(delta.as_slice());
+            let lambda = (self.lambda[i] - RELAXATION * above / weight).max(0.0);
+            let change = lambda - self.lambda[i];
+            // A gap below its target, or one the visit moves (an
+            // over-relaxed λ overshoots and is taken back).
+            worst = worst.max(-above).max(change.abs() * weight);
+            if change != 0.0 {
+                self.lambda[i] = lambda;
+                row.add_weighted(change, delta.as_mut_slice());
+                mark_moved(&mut self.moved, &mut self.moved_blocks, row.starts());
+            }
+        }
+        worst
+    }
+
+    /// Adds the contacts that joined the working set from index `from` on
+    /// to its split ([`split::Split::extend`]); false when they cannot be
+    /// (the split is then left for the whole set).
+    fn extend_split(
+        &mut self,
+        from: usize,
+        contacts: &[Contact],
+        diagonal: &[f64],
+        delta: &DVector<f64>,
+    ) -> bool {
+        let lift = split::Lift {
+            contacts,
+            diagonal,
+            slack: &self.slack,
+            rows: &mut self.rows,
+            weight: &mut self.weight,
+            lambda: &self.lambda,
+        };
+        let (moved, blocks) = (&mut self.moved, &mut self.moved_blocks);
+        self.split
+            .extend(&self.working[from..], lift, delta, |starts| {
+                mark_moved(moved, blocks, starts)
+            })
+    }
+
+    /// Splits the working set for the sweeps ([`split::Split::make`]),
+    /// or false to sweep it whole. Every block a working contact touches
+    /// counts as moved: the lift's checks then read the contacts on them
+    /// that have not joined, a few more than the blocks δ has moved, which
+    /// a check finds no deeper (nᵢᵀδ = 0 on the others' blocks).
+    fn make_split(&mut self, contacts: &[Contact], diagonal: &[f64], delta: &DVector<f64>) -> bool {
+        let lift = split::Lift {
+            contacts,
+            diagonal,
+            slack: &self.slack,
+            rows: &mut self.rows,
+            weight: &mut self.weight,
+            lambda: &self.lambda,
+        };
+        let (moved, blocks) = (&mut self.moved, &mut self.moved_blocks);
+        self.split.make(&self.working, lift, delta, |starts| {
+            mark_moved(moved, blocks, starts)
+        })
+    }
+
+    /// Every contact the lift took deeper (below −`tolerance` at δ, with
+    /// nᵢᵀδ by `dot`) joins the working set, in the contacts' order; whether
+    /// any did. Only a contact on a block that δ moved can: on the others
+    /// nᵢᵀδ is exactly zero and the slack is not negative. Those contacts
+    /// are queued once, when their block first moves, and read at every
+    /// check until they join; many are read half on each thread.
     fn join(
         &mut self,
         contacts: &[Contact],
         diagonal: &[f64],
-        delta: &DVector<f64>,
+        dot: impl Fn(&Packed) -> f64 + Sync,
         tolerance: f64,
+        pair: Option<&PairThread>,
     ) -> bool {
         for &s in &self.moved_blocks[self.queued_blocks..] {
             for &i in &self.on_block[self.first[s]..self.first[s + 1]] {
@@ -210,16 +313,37 @@ impl Guard {
             }
         }
         self.queued_blocks = self.moved_blocks.len();
+        // Which queued contacts are deeper, half of them on each thread
+        // when there are many.
+        let (slack, rows, near) = (&self.slack, &self.rows, &self.near);
+        self.deeper.clear();
+        self.deeper.resize(near.len(), false);
+        let check = |part: &[usize], out: &mut [bool]| {
+            for (&i, deeper) in part.iter().zip(out) {
+                *deeper = slack[i] + dot(&rows[i]) < -tolerance;
+            }
+        };
+        let half = near.len() / 2;
+        let (first, second) = near.split_at(half);
+        let (out_first, out_second) = self.deeper.split_at_mut(half);
+        let work = near.len() >= split::SPLIT_MIN && pair_thread::pays();
+        both(
+            pair,
+            work,
+            || check(first, out_first),
+            || check(second, out_second),
+        );
         let start = self.working.len();
-        let (slack, rows) = (&self.slack, &self.rows);
-        let (visited, working) = (&mut self.visited, &mut self.working);
+        let (visited, working, deeper) = (&mut self.visited, &mut self.working, &self.deeper);
+        let mut k = 0;
         self.near.retain(|&i| {
-            let deeper = slack[i] + rows[i].dot(delta.as_slice()) < -tolerance;
-            if deeper {
+            let join = deeper[k];
+            k += 1;
+            if join {
                 visited[i] = true;
                 working.push(i);
             }
-            !deeper
+            !join
         });
         self.working[start..].sort_unstable();
         self.working.len() > start
@@ -570,5 +694,97 @@ mod tests {
             .lift(&contacts, |c| c.gap, |_| 1.0, |_| 0.0, &fixed, 0.0)
             .expect("a displacement, zero");
         assert_eq!(delta[0], 0.0);
+    }
+
+    /// A working set of three-body chains, 902 contacts along x, each
+    /// chain's two contacts 0.1 below their floor: unit masses give the
+    /// closed form δ = (−0.1, 0, 0.1) along x per chain. The set is split
+    /// in two halves of space and the contacts across the cut (a chain at
+    /// the median straddles it), and the lift is the same on one thread
+    /// and two, bit for bit.
+    #[test]
+    fn a_split_lift_meets_the_closed_form_on_one_thread_and_two() {
+        use crate::model::{Block, ContactFrame};
+        use nalgebra::Vector3;
+        let chains = 451;
+        let mut contacts = Vec::new();
+        for k in 0..chains {
+            for link in 0..2 {
+                let (a, b) = (3 * k + link, 3 * k + link + 1);
+                let blocks = [
+                    Block {
+                        start: 6 * a,
+                        len: 6,
+                    },
+                    Block {
+                        start: 6 * b,
+                        len: 6,
+                    },
+                ];
+                let mut jacobian = ContactJacobian::zeros(&blocks, 0);
+                // g = x_b − x_a − 0.1: the normal row is −1 on a's x, +1 on b's.
+                jacobian.block_row_mut(0, 0)[0] = -1.0;
+                jacobian.block_row_mut(0, 1)[0] = 1.0;
+                let x = 1.0 * k as f64 + 0.3 * (link as f64 + 0.5);
+                contacts.push(Contact {
+                    id: ContactId {
+                        a,
+                        b: Other::Body(b),
+                        feature: 0,
+                        cut: 0,
+                    },
+                    gap: -0.1,
+                    jacobian,
+                    frame: Some(ContactFrame {
+                        point: Vector3::new(x, 0.0, 0.0),
+                        normal: Vector3::x(),
+                        tangents: Vec::new(),
+                    }),
+                });
+            }
+        }
+        assert!(contacts.len() >= split::SPLIT_MIN);
+        let inverse_mass = DVector::from_element(6 * 3 * chains, 1.0);
+        let lifts: Vec<DVector<f64>> = [1, 2]
+            .into_iter()
+            .map(|threads| {
+                let mut guard = Guard {
+                    threads,
+                    ..Guard::default()
+                };
+                let delta = guard
+                    .lift(
+                        &contacts,
+                        |c| c.gap,
+                        |_| 0.0,
+                        |_| 1e-9,
+                        &inverse_mass,
+                        1e-12,
+                    )
+                    .expect("lifted");
+                let parts = guard.split.part_sizes();
+                assert!(
+                    parts.iter().all(|&n| n > 0),
+                    "{parts:?} contacts in the parts"
+                );
+                delta
+            })
+            .collect();
+        assert!(
+            lifts[0]
+                .iter()
+                .zip(lifts[1].iter())
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "one thread and two differ"
+        );
+        for k in 0..chains {
+            for (body, expected) in [(3 * k, -0.1), (3 * k + 1, 0.0), (3 * k + 2, 0.1)] {
+                let x = lifts[0][6 * body];
+                assert!(
+                    (x - expected).abs() < 1e-9,
+                    "chain {k}: body {body} moved {x}"
+                );
+            }
+        }
     }
 }

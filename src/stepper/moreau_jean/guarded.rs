@@ -145,6 +145,7 @@ pub(super) fn guard_midpoint(step: &mut Step<'_>, h: f64) -> Option<DVector<f64>
             // lift starts from the last one's impulses.
             sc.guard.start_next_from_last();
         }
+        sc.guard.threads = settings.threads;
         lift = sc
             .guard
             .lift(sc.start.as_slice(), base, floor, depth, inverse, tolerance);
@@ -260,6 +261,7 @@ pub(super) fn guard_end(
         found.min(depth)
     };
     let tolerance = 1e-3 * depths.least;
+    sc.guard.threads = settings.threads;
     sc.guard.lift(
         sc.candidates.as_slice(),
         end,
