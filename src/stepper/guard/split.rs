@@ -103,7 +103,7 @@ impl Split {
                 if len == 0 {
                     len = row.len;
                 }
-                if row.len != len || row.starts().iter().any(|s| s % len != 0) {
+                if !fits(row, len) {
                     return false;
                 }
             }
@@ -187,7 +187,7 @@ impl Split {
             let Some(frame) = &contacts[i].frame else {
                 return false;
             };
-            if row.blocks > 0 && (row.len != len || row.starts().iter().any(|s| s % len != 0)) {
+            if row.blocks > 0 && !fits(row, len) {
                 return false;
             }
             self.place_blocks(row, frame.point[self.axis] >= self.median, delta);
@@ -295,6 +295,12 @@ impl Split {
             }
         }
     }
+}
+
+/// Whether `row`'s blocks are rigid bodies' of `len` velocities each, on
+/// the bodies' grid: what the halves' arrays hold.
+fn fits(row: &Packed, len: usize) -> bool {
+    row.len == len && row.starts().iter().all(|s| s % len == 0)
 }
 
 /// One visit of `item`, its row's product with δ by `dot`: λ moved by
