@@ -10,10 +10,10 @@
 //! threads never write one cache line, and the contacts across the cut read
 //! and write both arrays after them.
 
-use super::{Packed, RELAXATION, pack};
+use super::{BLOCK, Packed, RELAXATION, pack};
 use crate::model::Contact;
 use crate::pair_thread::{self, PairThread, both};
-use nalgebra::DVector;
+use nalgebra::{DVector, Vector3};
 
 /// Working sets with fewer contacts are swept whole, in their order.
 pub(super) const SPLIT_MIN: usize = 512;
@@ -80,86 +80,63 @@ impl Split {
         working: &[usize],
         lift: Lift<'_>,
         delta: &DVector<f64>,
-        mut moved: impl FnMut(&[usize]),
+        moved: impl FnMut(&[usize]),
     ) -> bool {
         if working.len() < SPLIT_MIN {
             return false;
         }
-        let Lift {
-            contacts,
-            diagonal,
-            slack,
-            rows,
-            weight,
-            lambda,
-        } = lift;
-        let mut len = 0;
-        for &i in working {
-            if weight[i].is_nan() {
-                pack(rows, weight, i, &contacts[i], diagonal);
-            }
-            let row = &rows[i];
-            if row.blocks > 0 {
-                if len == 0 {
-                    len = row.len;
-                }
-                if !fits(row, len) {
-                    return false;
-                }
-            }
-        }
-        let points: Option<Vec<_>> = working
+        // The velocities per block, from the first contact on a body.
+        let first = |i: usize| lift.contacts[i].jacobian.blocks().first().map(|b| b.len);
+        let Some(len) = working
             .iter()
-            .map(|&i| contacts[i].frame.as_ref().map(|f| f.point))
-            .collect();
-        let Some(points) = points else {
+            .find_map(|&i| first(i).map(|len| len.min(BLOCK)))
+        else {
             return false;
         };
-        if len == 0 {
-            return false;
+        // The axis along which the contact points spread most; its median.
+        let mut mean = Vector3::zeros();
+        for &i in working {
+            let Some(frame) = &lift.contacts[i].frame else {
+                return false;
+            };
+            mean += frame.point;
         }
-        // The axis along which the points spread most; its median.
-        let mean = points.iter().sum::<nalgebra::Vector3<f64>>() / points.len() as f64;
-        let spread = points.iter().fold(nalgebra::Vector3::zeros(), |s, p| {
-            s + (p - mean).component_mul(&(p - mean))
+        let points = || {
+            working
+                .iter()
+                .filter_map(|&i| lift.contacts[i].frame.as_ref())
+        };
+        mean /= working.len() as f64;
+        let spread = points().fold(Vector3::zeros(), |s: Vector3<f64>, f| {
+            s + (f.point - mean).component_mul(&(f.point - mean))
         });
         let axis = spread.imax();
         self.keys.clear();
-        self.keys.extend(points.iter().map(|p| p[axis]));
+        self.keys.extend(points().map(|f| f.point[axis]));
         let middle = self.keys.len() / 2;
         let median = *self.keys.select_nth_unstable_by(middle, f64::total_cmp).1;
-        (self.axis, self.median) = (axis, median);
-        // Each block takes the side of the first working contact on it.
+        (self.axis, self.median, self.len) = (axis, median, len);
+        // No block has a side, and no part a contact.
         for s in self.blocks.iter().flatten() {
             self.place[*s] = (NONE, 0);
         }
-        let dof = delta.len();
-        self.place.resize(dof, (NONE, 0));
+        self.place.resize(delta.len(), (NONE, 0));
         for b in &mut self.blocks {
             b.clear();
         }
         for d in &mut self.deltas {
             d.clear();
         }
-        self.len = len;
-        for (&i, p) in working.iter().zip(&points) {
-            self.place_blocks(&rows[i], p[axis] >= median, delta);
-        }
         for part in &mut self.items {
             part.clear();
         }
-        for &i in working {
-            self.add(i, &rows[i], (slack[i], weight[i], lambda[i]));
-        }
-        for blocks in &self.blocks {
-            moved(blocks);
-        }
-        true
+        self.extend(working, lift, delta, moved)
     }
 
     /// Adds the contacts `joined` (sorted) to the parts, on the same cut:
-    /// each new block takes the side of its contact's point, and the
-    /// contact the part of its blocks' sides. False, the split to be
+    /// each block without a side takes the side of its contact's point, and
+    /// the contact the part of its blocks' sides; `moved` is called with the
+    /// blocks given a side. False, the split to be
     /// dropped, when a contact has no place in space or its blocks do not
     /// fit.
     pub(super) fn extend(
