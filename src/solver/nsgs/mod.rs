@@ -86,10 +86,9 @@ mod kernels;
 mod pyramid;
 
 use self::anderson::Anderson;
-use self::cone::solve_cone;
+use self::cone::{WaitingBuffers, solve_cone};
 use self::halves::Halves;
 use self::kernels::Cone;
-use self::kernels::Span;
 use self::pyramid::solve_pyramid;
 use crate::lcp::LcpStatus;
 use crate::model::ContactJacobian;
@@ -137,11 +136,9 @@ pub const ACCEPTED_RESIDUAL: f64 = 1e-1;
 #[derive(Debug, Clone, Default)]
 pub struct Workspace {
     cones: Vec<Cone>,
-    /// [`Participation`]'s storage.
-    waiting: Vec<(usize, Span)>,
-    normals: Vec<f64>,
-    closes: Vec<bool>,
-    /// The rows of the contacts taking part ([`Span`]).
+    /// `cone::Participation`'s storage.
+    waiting: WaitingBuffers,
+    /// The rows of the contacts taking part (`kernels::Span`).
     arena: Vec<f64>,
     /// The sweeps' acceleration, and its iterate and the sweep's image of
     /// it, the impulses (r_N, r_T₁, r_T₂) of the contacts in sweep order.

@@ -201,12 +201,7 @@ pub(super) fn solve_pyramid(
     let contacts = problem.contacts;
     let layout = Layout::of(contacts);
     let starts = friction_starts(contacts);
-    let mut part = Participation::of(
-        problem,
-        &mut workspace.waiting,
-        &mut workspace.normals,
-        &mut workspace.closes,
-    );
+    let mut part = Participation::of(problem, &mut workspace.waiting);
     let mut locals: Vec<Local> = contacts
         .iter()
         .enumerate()
