@@ -724,6 +724,7 @@ pub(super) fn cone_residual(
 mod tests {
     use super::*;
     use crate::model::Block;
+    use rand::{Rng, SeedableRng, rngs::StdRng};
 
     /// The bound a waiting contact is skipped by is at least |nᵀv|, on
     /// random rows of one and two rigid bodies in space and in the plane,
@@ -732,13 +733,8 @@ mod tests {
     /// would be useless).
     #[test]
     fn a_waiting_rows_bound_is_never_below_its_speed() {
-        let mut seed = 99u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut rng = StdRng::seed_from_u64(99);
+        let mut next = move || rng.random_range(-1.0..1.0);
         for (len, bodies) in [(6, 5), (3, 5)] {
             let dof = len * bodies;
             for trial in 0..400 {
