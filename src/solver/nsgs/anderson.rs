@@ -536,6 +536,110 @@ impl Piece<'_> {
     }
 }
 
+/// Entries that follow the combination without entering its least
+/// squares: for y linear in the iterate (NSGS's velocity v = v* + W Jᵀr),
+/// the same combination of the y's of the last images is the y of the
+/// combined iterate, y(G(x) − ΔG γ) = y(G(x)) − ΔY γ, where ΔY holds the
+/// differences of y(G) as ΔG those of G. Each column costs one pass over
+/// y, where moving y to the combined iterate through the map costs a pass
+/// over every row of it.
+#[derive(Debug, Clone, Default)]
+pub struct Companion {
+    len: usize,
+    /// ΔY columns, in [`Anderson`]'s slots.
+    dy: Vec<f64>,
+    /// y of the last image.
+    last: Vec<f64>,
+}
+
+impl Companion {
+    /// Forgets the history (as [`Anderson::reset`] does its own); the next
+    /// y have `len` entries, over `anderson`'s slots.
+    pub fn reset(&mut self, anderson: &Anderson, len: usize) {
+        self.len = len;
+        self.dy.resize(anderson.memory * len, 0.0);
+        self.last.resize(len, 0.0);
+    }
+
+    /// `y` and the history's entries cut at `cut` into two pieces, for
+    /// [`CompanionPiece::record`] and [`CompanionPiece::mix`] on any
+    /// threads: the pieces are disjoint.
+    pub fn pieces<'a>(&'a mut self, y: &'a mut [f64], cut: usize) -> [CompanionPiece<'a>; 2] {
+        assert!(
+            y.len() == self.len,
+            "Anderson's companion: {} entries after reset({})",
+            y.len(),
+            self.len
+        );
+        let n = self.len;
+        let cut = cut.min(n);
+        let (ya, yb) = y.split_at_mut(cut);
+        let (la, lb) = self.last.split_at_mut(cut);
+        let (mut da, mut db) = (Vec::new(), Vec::new());
+        if n > 0 {
+            for column in self.dy.chunks_exact_mut(n) {
+                let (a, b) = column.split_at_mut(cut);
+                da.push(a);
+                db.push(b);
+            }
+        }
+        [
+            CompanionPiece {
+                y: ya,
+                last: la,
+                dy: da,
+            },
+            CompanionPiece {
+                y: yb,
+                last: lb,
+                dy: db,
+            },
+        ]
+    }
+}
+
+/// A range of the companion's y with the history's entries of that range
+/// ([`Companion::pieces`]).
+pub struct CompanionPiece<'a> {
+    y: &'a mut [f64],
+    last: &'a mut [f64],
+    dy: Vec<&'a mut [f64]>,
+}
+
+impl CompanionPiece<'_> {
+    /// With y = y(G(x)) of the iterate `plan` was made for: its column
+    /// (y − last y) in the plan's slot, and y kept as the last. Called for
+    /// every iterate, as [`Piece::first_pass`] is.
+    pub fn record(&mut self, plan: &Plan) {
+        match plan.slot {
+            Some(slot) => difference_column(self.y, self.last, self.dy[slot]),
+            None => self.last.copy_from_slice(self.y),
+        }
+    }
+
+    /// y moved to the combined iterate of `step`: y −= ΔY γ.
+    pub fn mix(&mut self, step: &Step) {
+        if !step.mixes {
+            return;
+        }
+        for (k, &s) in step.slots[..step.count].iter().enumerate() {
+            subtract_scaled(self.y, step.gamma[k], self.dy[s]);
+        }
+    }
+}
+
+with_avx2! {
+/// d = y − last, and last = y. The slices are of one length.
+fn difference_column(y: &[f64], last: &mut [f64], d: &mut [f64]) {
+    let n = y.len();
+    let (last, d) = (&mut last[..n], &mut d[..n]);
+    for i in 0..n {
+        d[i] = y[i] - last[i];
+        last[i] = y[i];
+    }
+}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,6 +677,71 @@ mod tests {
         assert!(accelerated < plain / 10, "{accelerated} against {plain}");
         for i in 0..n {
             assert!((x[i] - exact[i]).abs() <= 1e-10 * exact[i]);
+        }
+    }
+
+    /// The companion of a linear y = B x follows the combinations: after
+    /// every iterate its y is B times the iterate, to rounding, through
+    /// mixes, restarts on growth (a nonsmooth G: a kink at x₀ = 5) and a
+    /// reset, cut at any place.
+    #[test]
+    fn a_companion_is_the_linear_image_of_every_iterate() {
+        let (n, m) = (12, 5);
+        let h: Vec<f64> = (0..n).map(|i| 0.95 * (i as f64 + 1.0) / n as f64).collect();
+        let map = |x: &[f64]| -> Vec<f64> {
+            (0..n)
+                .map(|i| h[i] * x[(i + 1) % n] + 1.0 + i as f64 + 3.0 * (x[0] - 5.0).max(0.0))
+                .collect()
+        };
+        let b: Vec<Vec<f64>> = (0..m)
+            .map(|k| (0..n).map(|i| ((k * n + i) as f64 * 0.37).sin()).collect())
+            .collect();
+        let image = |x: &[f64]| -> Vec<f64> {
+            b.iter()
+                .map(|row| row.iter().zip(x).map(|(a, x)| a * x).sum())
+                .collect()
+        };
+        for cut in [0, 2, m] {
+            let mut anderson = Anderson::new(4);
+            let mut companion = Companion::default();
+            anderson.reset(n);
+            companion.reset(&anderson, m);
+            let mut x = vec![0.0; n];
+            let mut mixes = 0;
+            for iteration in 0..60 {
+                if iteration == 30 {
+                    anderson.reset(n);
+                    companion.reset(&anderson, m);
+                }
+                let mut g = map(&x);
+                let mut y = image(&g);
+                let plan = anderson.plan();
+                let sums = {
+                    let [mut piece, ..] = anderson.pieces(&mut x, &mut g, [n; 2]);
+                    piece.first_pass(&plan)
+                };
+                for mut piece in companion.pieces(&mut y, cut) {
+                    piece.record(&plan);
+                }
+                let step = anderson.decide(&plan, sums);
+                {
+                    let [mut piece, ..] = anderson.pieces(&mut x, &mut g, [n; 2]);
+                    piece.second_pass(&step);
+                }
+                for mut piece in companion.pieces(&mut y, cut) {
+                    piece.mix(&step);
+                }
+                mixes += usize::from(step.mixes());
+                let expected = image(&x);
+                let scale = expected.iter().fold(1.0_f64, |s, v| s.max(v.abs()));
+                for (got, want) in y.iter().zip(&expected) {
+                    assert!(
+                        (got - want).abs() <= 1e-12 * scale,
+                        "iteration {iteration}, cut {cut}: {got} against {want}"
+                    );
+                }
+            }
+            assert!(mixes > 20, "{mixes} mixes");
         }
     }
 }

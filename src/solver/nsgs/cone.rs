@@ -3,10 +3,10 @@
 //! sweeps combined by Anderson acceleration, and the contacts that join
 //! during the sweeps (Moreau–Jean's activation).
 
-use super::anderson::Anderson;
+use super::anderson::{Anderson, Companion};
 use super::coulomb_cone;
 use super::halves::{Halves, PROBE_SWEEPS, SPLIT_MIN, padded_block};
-use super::kernels::{Cone, Shape, Span, Velocity, move_to, pad, residual_sums, sweep, unpad};
+use super::kernels::{Cone, PAD, Shape, Span, Velocity, move_to, pad, residual_sums, sweep, unpad};
 use super::{NsgsSolution, PROXIMAL, Workspace};
 use crate::lcp::LcpStatus;
 use crate::model::ContactJacobian;
@@ -360,6 +360,41 @@ impl Best {
     }
 }
 
+/// Forgets the acceleration's history for `cones` contacts, and says
+/// whether the velocity follows its combinations through the
+/// [`Companion`] (a pass over the velocity's `storage` entries) rather
+/// than through the contacts' rows (a pass over the `arena`'s): whichever
+/// reads fewer.
+fn restart(
+    anderson: &mut Anderson,
+    companion: &mut Companion,
+    cones: usize,
+    arena: usize,
+    v: Velocity,
+) -> bool {
+    anderson.reset(3 * cones);
+    let direct = anderson.memory() > 0 && v.len <= arena;
+    if direct {
+        companion.reset(anderson, v.len);
+    }
+    direct
+}
+
+/// Where the two threads split the velocity's storage for the
+/// [`Companion`]'s passes: at half, on a whole cache line of [`PAD`]
+/// entries (a padded body's).
+fn velocity_cut(len: usize) -> usize {
+    len / 2 / PAD * PAD
+}
+
+/// Each cone's impulse set to its three entries of `next`, in order, the
+/// velocity left alone.
+fn set_impulses(cones: &mut [Cone], next: &[f64]) {
+    for (cone, next) in cones.iter_mut().zip(next.chunks_exact(3)) {
+        cone.r = Vector3::new(next[0], next[1], next[2]);
+    }
+}
+
 /// NSGS on the circular cone (module documentation).
 pub(super) fn solve_cone(
     problem: &ContactProblem<'_>,
@@ -379,6 +414,7 @@ pub(super) fn solve_cone(
         waiting,
         arena,
         anderson,
+        companion,
         iterate: x,
         image: g,
         halves,
@@ -490,7 +526,7 @@ pub(super) fn solve_cone(
     if anderson.memory() != memory {
         *anderson = Anderson::new(memory);
     }
-    anderson.reset(3 * cones.len());
+    let mut direct = restart(anderson, companion, cones.len(), arena.len(), v);
     let mut best = Best::default();
     // ε over the light error at the last full check: the light error times
     // it predicts ε, and ε is computed when that prediction meets the
@@ -538,6 +574,13 @@ pub(super) fn solve_cone(
         );
         // The third part, alone.
         let (cc, sc, fc) = swept(c, &mut pc);
+        if direct {
+            // SAFETY: between sweeps; `v` is the solve's velocity.
+            let y = unsafe { v.storage() };
+            let cut = velocity_cut(y.len());
+            let [mut ya, mut yb] = companion.pieces(y, cut);
+            both(pair, work, || ya.record(&plan), || yb.record(&plan));
+        }
         let sums = fa.zip(fb).zip(fc).map(|((fa, fb), fc)| fa + fb + fc);
         if probing {
             probe[usize::from(two)] += clock.elapsed();
@@ -593,7 +636,7 @@ pub(super) fn solve_cone(
                 break;
             }
             if grew {
-                anderson.reset(3 * cones.len());
+                direct = restart(anderson, companion, cones.len(), arena.len(), v);
                 continue;
             }
         }
@@ -606,22 +649,38 @@ pub(super) fn solve_cone(
             if step.mixes() {
                 let [mut pa, mut pb, mut pc] = anderson.pieces(x, g, cuts);
                 let [a, b, c] = halves.parts(cones);
-                // SAFETY: as the sweep's.
+                // Each part's cones take the combined impulses; the velocity
+                // follows them through their rows, or afterwards as the
+                // same combination of the last sweeps' velocities.
+                let follow = |cones: &mut [Cone], next: &[f64]| {
+                    if direct {
+                        set_impulses(cones, next);
+                    } else {
+                        // SAFETY: as the sweep's (the third part alone).
+                        unsafe { move_to(cones, next, arena, w, v) };
+                    }
+                };
                 both(
                     pair,
                     work,
-                    || unsafe {
+                    || {
                         pa.second_pass(&step);
-                        move_to(a, pa.next(), arena, w, v);
+                        follow(a, pa.next());
                     },
-                    || unsafe {
+                    || {
                         pb.second_pass(&step);
-                        move_to(b, pb.next(), arena, w, v);
+                        follow(b, pb.next());
                     },
                 );
                 pc.second_pass(&step);
-                // SAFETY: alone.
-                unsafe { move_to(c, pc.next(), arena, w, v) };
+                follow(c, pc.next());
+                if direct {
+                    // SAFETY: between sweeps; `v` is the solve's velocity.
+                    let y = unsafe { v.storage() };
+                    let cut = velocity_cut(y.len());
+                    let [mut ya, mut yb] = companion.pieces(y, cut);
+                    both(pair, work, || ya.mix(&step), || yb.mix(&step));
+                }
             }
         }
     }

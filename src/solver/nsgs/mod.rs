@@ -85,7 +85,7 @@ mod halves;
 mod kernels;
 mod pyramid;
 
-use self::anderson::Anderson;
+use self::anderson::{Anderson, Companion};
 use self::cone::{WaitingBuffers, solve_cone};
 use self::halves::Halves;
 use self::kernels::Cone;
@@ -143,6 +143,8 @@ pub struct Workspace {
     /// The sweeps' acceleration, and its iterate and the sweep's image of
     /// it, the impulses (r_N, r_T₁, r_T₂) of the contacts in sweep order.
     anderson: Anderson,
+    /// The velocity's share of the acceleration ([`anderson::Companion`]).
+    companion: Companion,
     iterate: Vec<f64>,
     image: Vec<f64>,
     /// The sweeps' order over the cones ([`Halves`]).
