@@ -3,7 +3,7 @@
 //! sweeps combined by Anderson acceleration, and the contacts that join
 //! during the sweeps (Moreau–Jean's activation).
 
-use super::anderson::{Anderson, Companion};
+use super::anderson::{Anderson, Companion, CompanionPiece};
 use super::coulomb_cone;
 use super::halves::{Halves, PROBE_SWEEPS, SPLIT_MIN, padded_block};
 use super::kernels::{Cone, PAD, Shape, Span, Velocity, move_to, pad, residual_sums, sweep, unpad};
@@ -380,11 +380,24 @@ fn restart(
     direct
 }
 
-/// Where the two threads split the velocity's storage for the
-/// [`Companion`]'s passes: at half, on a whole cache line of [`PAD`]
-/// entries (a padded body's).
-fn velocity_cut(len: usize) -> usize {
-    len / 2 / PAD * PAD
+/// One of the [`Companion`]'s passes over the velocity `v`, its two halves
+/// on the two threads when there is a `pair` and `work` for both, cut on
+/// a whole cache line of [`PAD`] entries (a padded body's).
+///
+/// # Safety
+/// Nothing else reads or writes `v` during the call.
+unsafe fn on_velocity(
+    companion: &mut Companion,
+    v: Velocity,
+    pair: Option<&PairThread>,
+    work: bool,
+    pass: impl Fn(&mut CompanionPiece<'_>) + Sync,
+) {
+    // SAFETY: the caller's.
+    let y = unsafe { v.storage() };
+    let cut = y.len() / 2 / PAD * PAD;
+    let [mut a, mut b] = companion.pieces(y, cut);
+    both(pair, work, || pass(&mut a), || pass(&mut b));
 }
 
 /// Each cone's impulse set to its three entries of `next`, in order, the
@@ -576,10 +589,7 @@ pub(super) fn solve_cone(
         let (cc, sc, fc) = swept(c, &mut pc);
         if direct {
             // SAFETY: between sweeps; `v` is the solve's velocity.
-            let y = unsafe { v.storage() };
-            let cut = velocity_cut(y.len());
-            let [mut ya, mut yb] = companion.pieces(y, cut);
-            both(pair, work, || ya.record(&plan), || yb.record(&plan));
+            unsafe { on_velocity(companion, v, pair, work, |y| y.record(&plan)) };
         }
         let sums = fa.zip(fb).zip(fc).map(|((fa, fb), fc)| fa + fb + fc);
         if probing {
@@ -676,10 +686,7 @@ pub(super) fn solve_cone(
                 follow(c, pc.next());
                 if direct {
                     // SAFETY: between sweeps; `v` is the solve's velocity.
-                    let y = unsafe { v.storage() };
-                    let cut = velocity_cut(y.len());
-                    let [mut ya, mut yb] = companion.pieces(y, cut);
-                    both(pair, work, || ya.mix(&step), || yb.mix(&step));
+                    unsafe { on_velocity(companion, v, pair, work, |y| y.mix(&step)) };
                 }
             }
         }
