@@ -146,29 +146,13 @@ impl Anderson {
             self.len
         );
         let n = self.len;
-        let [a, b] = [cuts[0].min(n), cuts[1].clamp(cuts[0].min(n), n)];
-        let three = |v: &'a mut [f64]| {
-            let (ab, c) = v.split_at_mut(b);
-            let (a, b) = ab.split_at_mut(a);
-            [a, b, c]
-        };
-        let columns = |data: &'a mut [f64]| {
-            let mut out: [Vec<&'a mut [f64]>; 3] = Default::default();
-            if n > 0 {
-                for column in data.chunks_exact_mut(n) {
-                    for (o, piece) in out.iter_mut().zip(three(column)) {
-                        o.push(piece);
-                    }
-                }
-            }
-            out
-        };
-        let [xa, xb, xc] = three(x);
-        let [ga, gb, gc] = three(g);
-        let [fa, fb, fc] = three(&mut self.last_f);
-        let [la, lb, lc] = three(&mut self.last_g);
-        let [dfa, dfb, dfc] = columns(&mut self.df);
-        let [dga, dgb, dgc] = columns(&mut self.dg);
+        let cuts = [cuts[0].min(n), cuts[1].clamp(cuts[0].min(n), n)];
+        let [xa, xb, xc] = three(x, cuts);
+        let [ga, gb, gc] = three(g, cuts);
+        let [fa, fb, fc] = three(&mut self.last_f, cuts);
+        let [la, lb, lc] = three(&mut self.last_g, cuts);
+        let [dfa, dfb, dfc] = columns(&mut self.df, n, cuts);
+        let [dga, dgb, dgc] = columns(&mut self.dg, n, cuts);
         [
             Piece {
                 x: xa,
@@ -545,7 +529,6 @@ impl Piece<'_> {
 /// over every row of it.
 #[derive(Debug, Clone, Default)]
 pub struct Companion {
-    len: usize,
     /// ΔY columns, in [`Anderson`]'s slots.
     dy: Vec<f64>,
     /// y of the last image.
@@ -556,7 +539,6 @@ impl Companion {
     /// Forgets the history (as [`Anderson::reset`] does its own); the next
     /// y have `len` entries, over `anderson`'s slots.
     pub fn reset(&mut self, anderson: &Anderson, len: usize) {
-        self.len = len;
         self.dy.resize(anderson.memory * len, 0.0);
         self.last.resize(len, 0.0);
     }
@@ -565,24 +547,16 @@ impl Companion {
     /// [`CompanionPiece::record`] and [`CompanionPiece::mix`] on any
     /// threads: the pieces are disjoint.
     pub fn pieces<'a>(&'a mut self, y: &'a mut [f64], cut: usize) -> [CompanionPiece<'a>; 2] {
+        let n = self.last.len();
         assert!(
-            y.len() == self.len,
-            "Anderson's companion: {} entries after reset({})",
-            y.len(),
-            self.len
+            y.len() == n,
+            "Anderson's companion: {} entries after reset({n})",
+            y.len()
         );
-        let n = self.len;
-        let cut = cut.min(n);
-        let (ya, yb) = y.split_at_mut(cut);
-        let (la, lb) = self.last.split_at_mut(cut);
-        let (mut da, mut db) = (Vec::new(), Vec::new());
-        if n > 0 {
-            for column in self.dy.chunks_exact_mut(n) {
-                let (a, b) = column.split_at_mut(cut);
-                da.push(a);
-                db.push(b);
-            }
-        }
+        let cuts = [cut.min(n), n];
+        let [ya, yb, _] = three(y, cuts);
+        let [la, lb, _] = three(&mut self.last, cuts);
+        let [da, db, _] = columns(&mut self.dy, n, cuts);
         [
             CompanionPiece {
                 y: ya,
@@ -596,6 +570,27 @@ impl Companion {
             },
         ]
     }
+}
+
+/// `v` cut at `cuts` (a ≤ b ≤ its length) into [..a], [a..b] and [b..].
+fn three(v: &mut [f64], [a, b]: [usize; 2]) -> [&mut [f64]; 3] {
+    let (ab, c) = v.split_at_mut(b);
+    let (a, b) = ab.split_at_mut(a);
+    [a, b, c]
+}
+
+/// Each column of `n` entries in `data` cut as [`three`] cuts, the
+/// columns' pieces gathered by piece.
+fn columns(data: &mut [f64], n: usize, cuts: [usize; 2]) -> [Vec<&mut [f64]>; 3] {
+    let mut out: [Vec<&mut [f64]>; 3] = Default::default();
+    if n > 0 {
+        for column in data.chunks_exact_mut(n) {
+            for (o, piece) in out.iter_mut().zip(three(column, cuts)) {
+                o.push(piece);
+            }
+        }
+    }
+    out
 }
 
 /// A range of the companion's y with the history's entries of that range
