@@ -485,9 +485,17 @@ impl Packed {
     /// [`crate::model::ContactJacobian::add_weighted_row`]).
     fn add_weighted(&self, alpha: f64, v: &mut [f64]) {
         for k in 0..self.blocks {
+            let add = |part: &mut [f64]| {
+                for ((x, d), n) in part.iter_mut().zip(&self.inverse[k]).zip(&self.n[k]) {
+                    *x += d * alpha * n;
+                }
+            };
             let part = &mut v[self.starts[k]..self.starts[k] + self.len];
-            for ((x, d), n) in part.iter_mut().zip(&self.inverse[k]).zip(&self.n[k]) {
-                *x += d * alpha * n;
+            // Each entry on its own, so the same bits either way; over a
+            // length the compiler knows, vector operations.
+            match <&mut [f64; BLOCK]>::try_from(&mut *part) {
+                Ok(block) => add(block),
+                Err(_) => add(part),
             }
         }
     }

@@ -311,21 +311,6 @@ fn lanes_sum(lanes: [f64; LANES]) -> f64 {
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
-/// `visit(i, lane)` for i in 0..n, in groups of [`LANES`] (lane = i mod
-/// LANES), unrolled so that the group's work can share vector registers.
-#[inline(always)]
-fn by_lanes(n: usize, mut visit: impl FnMut(usize, usize)) {
-    let whole = n - n % LANES;
-    for group in (0..whole).step_by(LANES) {
-        for lane in 0..LANES {
-            visit(group + lane, lane);
-        }
-    }
-    for i in whole..n {
-        visit(i, i - whole);
-    }
-}
-
 with_avx2! {
 /// aᵀb over [`LANES`] partial sums.
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -351,13 +336,28 @@ fn plain_column(x: &mut [f64], g: &[f64], last_f: &mut [f64], last_g: &mut [f64]
     let n = x.len();
     let (g, last_f, last_g) = (&g[..n], &mut last_f[..n], &mut last_g[..n]);
     let mut norm = [0.0; LANES];
-    by_lanes(n, |i, lane| {
-        let f = g[i] - x[i];
-        x[i] = f;
-        norm[lane] += f * f;
-        last_f[i] = f;
-        last_g[i] = g[i];
-    });
+    let entry = |x: &mut f64, g: f64, last_f: &mut f64, last_g: &mut f64, norm: &mut f64| {
+        let f = g - *x;
+        *x = f;
+        *norm += f * f;
+        *last_f = f;
+        *last_g = g;
+    };
+    // Whole groups of [`LANES`] entries as arrays, entry i in lane
+    // i mod LANES, so that a group is one vector operation; the rest in
+    // lanes 0, 1, … in turn.
+    let (xs, x_rest) = x.as_chunks_mut::<LANES>();
+    let (gs, g_rest) = g.as_chunks::<LANES>();
+    let (fs, f_rest) = last_f.as_chunks_mut::<LANES>();
+    let (ls, l_rest) = last_g.as_chunks_mut::<LANES>();
+    for (((x, g), f), l) in xs.iter_mut().zip(gs).zip(fs).zip(ls) {
+        for lane in 0..LANES {
+            entry(&mut x[lane], g[lane], &mut f[lane], &mut l[lane], &mut norm[lane]);
+        }
+    }
+    for (lane, (((x, g), f), l)) in x_rest.iter_mut().zip(g_rest).zip(f_rest).zip(l_rest).enumerate() {
+        entry(x, *g, f, l, &mut norm[lane]);
+    }
     lanes_sum(norm)
 }
 }
@@ -378,31 +378,84 @@ fn new_column(
     let n = x.len();
     let (g, last_f, last_g) = (&g[..n], &mut last_f[..n], &mut last_g[..n]);
     let (df, dg) = (&mut df[..n], &mut dg[..n]);
+    // ‖f‖², ‖Δf‖², Δfᵀf by lane.
     let (mut norm, mut square, mut with_f) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
-    by_lanes(n, |i, lane| {
-        let f = g[i] - x[i];
-        x[i] = f;
-        let d = f - last_f[i];
-        df[i] = d;
-        dg[i] = g[i] - last_g[i];
-        norm[lane] += f * f;
-        square[lane] += d * d;
-        with_f[lane] += d * f;
-        last_f[i] = f;
-        last_g[i] = g[i];
-    });
+    let entry = |x: &mut f64, g: f64, columns: [&mut f64; 4], sums: [&mut f64; 3]| {
+        let [last_f, last_g, df, dg] = columns;
+        let [norm, square, with_f] = sums;
+        let f = g - *x;
+        *x = f;
+        let d = f - *last_f;
+        *df = d;
+        *dg = g - *last_g;
+        *norm += f * f;
+        *square += d * d;
+        *with_f += d * f;
+        *last_f = f;
+        *last_g = g;
+    };
+    // As [`plain_column`]'s groups.
+    let (xs, x_rest) = x.as_chunks_mut::<LANES>();
+    let (gs, g_rest) = g.as_chunks::<LANES>();
+    let (fs, f_rest) = last_f.as_chunks_mut::<LANES>();
+    let (ls, l_rest) = last_g.as_chunks_mut::<LANES>();
+    let (dfs, df_rest) = df.as_chunks_mut::<LANES>();
+    let (dgs, dg_rest) = dg.as_chunks_mut::<LANES>();
+    let groups = xs.iter_mut().zip(gs).zip(fs).zip(ls).zip(dfs).zip(dgs);
+    for (((((x, g), f), l), df), dg) in groups {
+        for lane in 0..LANES {
+            entry(
+                &mut x[lane],
+                g[lane],
+                [&mut f[lane], &mut l[lane], &mut df[lane], &mut dg[lane]],
+                [&mut norm[lane], &mut square[lane], &mut with_f[lane]],
+            );
+        }
+    }
+    let rest = x_rest.iter_mut().zip(g_rest).zip(f_rest).zip(l_rest).zip(df_rest).zip(dg_rest);
+    for (lane, (((((x, g), f), l), df), dg)) in rest.enumerate() {
+        entry(x, *g, [f, l, df, dg], [&mut norm[lane], &mut square[lane], &mut with_f[lane]]);
+    }
     [lanes_sum(norm), lanes_sum(square), lanes_sum(with_f)]
 }
 }
 
 with_avx2! {
-/// x −= γ d.
-fn subtract_scaled(x: &mut [f64], gamma: f64, d: &[f64]) {
-    for (o, d) in x.iter_mut().zip(d) {
-        *o -= gamma * d;
+/// x −= Σₖ γₖ dₖ over the `count` columns `slots` of `columns`, each
+/// entry from its own value down the columns in their order (the bits of
+/// one pass a column), [`COMBINED`] entries at a time held in registers
+/// while the columns are read.
+fn subtract_combination(x: &mut [f64], step: &Step, columns: &[&mut [f64]]) {
+    let n = x.len();
+    let mut picked: [&[[f64; COMBINED]]; MAX_MEMORY] = [&[]; MAX_MEMORY];
+    let mut tails: [&[f64]; MAX_MEMORY] = [&[]; MAX_MEMORY];
+    for ((p, t), &s) in picked.iter_mut().zip(&mut tails).zip(&step.slots[..step.count]) {
+        (*p, *t) = columns[s][..n].as_chunks::<COMBINED>();
+    }
+    let count = step.count;
+    let (picked, tails, gamma) = (&picked[..count], &tails[..count], &step.gamma[..count]);
+    let (blocks, rest) = x.as_chunks_mut::<COMBINED>();
+    for (b, block) in blocks.iter_mut().enumerate() {
+        let mut sum = *block;
+        for (&gamma, d) in gamma.iter().zip(picked) {
+            let d = &d[b];
+            for i in 0..COMBINED {
+                sum[i] -= gamma * d[i];
+            }
+        }
+        *block = sum;
+    }
+    for (i, x) in rest.iter_mut().enumerate() {
+        for (&gamma, d) in gamma.iter().zip(tails) {
+            *x -= gamma * d[i];
+        }
     }
 }
 }
+
+/// Entries of [`subtract_combination`]'s running sums: eight 256-bit
+/// registers of f64.
+const COMBINED: usize = 8 * LANES;
 
 /// [`Anderson::plan`].
 #[derive(Debug, Clone, Copy)]
@@ -514,9 +567,7 @@ impl Piece<'_> {
         if !step.mixes {
             return;
         }
-        for (k, &s) in step.slots[..step.count].iter().enumerate() {
-            subtract_scaled(self.x, step.gamma[k], self.dg[s]);
-        }
+        subtract_combination(self.x, step, &self.dg);
     }
 }
 
@@ -617,9 +668,7 @@ impl CompanionPiece<'_> {
         if !step.mixes {
             return;
         }
-        for (k, &s) in step.slots[..step.count].iter().enumerate() {
-            subtract_scaled(self.y, step.gamma[k], self.dy[s]);
-        }
+        subtract_combination(self.y, step, &self.dy);
     }
 }
 
@@ -737,6 +786,115 @@ mod tests {
                 }
             }
             assert!(mixes > 20, "{mixes} mixes");
+        }
+    }
+
+    /// The column kernels on every length from empty to past two groups
+    /// of lanes: each written entry is its definition to the bit (f = g −
+    /// x, Δf = f − last f, Δg = g − last g, f and g kept), and the sums are
+    /// ‖f‖², ‖Δf‖², Δfᵀf to rounding.
+    #[test]
+    fn the_column_kernels_meet_their_definitions_on_every_length() {
+        let value = |i: usize, salt: f64| ((i as f64 + 1.0) * salt).sin() * (1.0 + i as f64);
+        for n in 0..=11 {
+            let x0: Vec<f64> = (0..n).map(|i| value(i, 0.7)).collect();
+            let g: Vec<f64> = (0..n).map(|i| value(i, 1.3)).collect();
+            let lf0: Vec<f64> = (0..n).map(|i| value(i, 2.9)).collect();
+            let lg0: Vec<f64> = (0..n).map(|i| value(i, 0.3)).collect();
+            let f: Vec<f64> = (0..n).map(|i| g[i] - x0[i]).collect();
+            let d: Vec<f64> = (0..n).map(|i| f[i] - lf0[i]).collect();
+            let close = |got: f64, want: f64, what: &str| {
+                assert!(
+                    (got - want).abs() <= 1e-14 * want.abs().max(1.0),
+                    "n = {n}, {what}: {got} against {want}"
+                );
+            };
+            let sum = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
+
+            let (mut x, mut lf, mut lg) = (x0.clone(), lf0.clone(), lg0.clone());
+            let (mut df, mut dg) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+            let [norm, square, with_f] = new_column(&mut x, &g, &mut lf, &mut lg, &mut df, &mut dg);
+            for i in 0..n {
+                assert_eq!(x[i].to_bits(), f[i].to_bits(), "n = {n}: f[{i}]");
+                assert_eq!(df[i].to_bits(), d[i].to_bits(), "n = {n}: Δf[{i}]");
+                assert_eq!(
+                    dg[i].to_bits(),
+                    (g[i] - lg0[i]).to_bits(),
+                    "n = {n}: Δg[{i}]"
+                );
+                assert_eq!(lf[i].to_bits(), f[i].to_bits(), "n = {n}: last f[{i}]");
+                assert_eq!(lg[i].to_bits(), g[i].to_bits(), "n = {n}: last g[{i}]");
+            }
+            close(norm, sum(&f, &f), "‖f‖²");
+            close(square, sum(&d, &d), "‖Δf‖²");
+            close(with_f, sum(&d, &f), "Δfᵀf");
+
+            let (mut x, mut lf, mut lg) = (x0.clone(), lf0.clone(), lg0.clone());
+            let norm = plain_column(&mut x, &g, &mut lf, &mut lg);
+            for i in 0..n {
+                assert_eq!(x[i].to_bits(), f[i].to_bits(), "n = {n}: plain f[{i}]");
+                assert_eq!(
+                    lf[i].to_bits(),
+                    f[i].to_bits(),
+                    "n = {n}: plain last f[{i}]"
+                );
+                assert_eq!(
+                    lg[i].to_bits(),
+                    g[i].to_bits(),
+                    "n = {n}: plain last g[{i}]"
+                );
+            }
+            close(norm, sum(&f, &f), "plain ‖f‖²");
+        }
+    }
+
+    /// The combination of columns on lengths around its blocks of
+    /// [`COMBINED`] entries: the bits of subtracting one column after
+    /// another, for none to three columns in any slots.
+    #[test]
+    fn a_combination_is_its_columns_subtracted_in_turn() {
+        let value = |i: usize, salt: f64| ((i as f64 + 0.5) * salt).cos() * (2.0 + i as f64);
+        for n in [
+            0,
+            1,
+            5,
+            COMBINED - 1,
+            COMBINED,
+            COMBINED + 3,
+            3 * COMBINED + 7,
+        ] {
+            let mut columns: Vec<Vec<f64>> = (0..4)
+                .map(|c| (0..n).map(|i| value(i, 1.1 + c as f64)).collect())
+                .collect();
+            for count in 0..=3 {
+                let mut step = Step {
+                    gamma: [0.0; MAX_MEMORY],
+                    slots: [0; MAX_MEMORY],
+                    count,
+                    mixes: true,
+                };
+                for k in 0..count {
+                    step.gamma[k] = 0.3 - 0.7 * k as f64;
+                    step.slots[k] = 3 - k;
+                }
+                let start: Vec<f64> = (0..n).map(|i| value(i, 0.37)).collect();
+                let mut want = start.clone();
+                for k in 0..count {
+                    for (x, d) in want.iter_mut().zip(&columns[step.slots[k]]) {
+                        *x -= step.gamma[k] * d;
+                    }
+                }
+                let mut got = start;
+                let views: Vec<&mut [f64]> = columns.iter_mut().map(|c| c.as_mut_slice()).collect();
+                subtract_combination(&mut got, &step, &views);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "n = {n}, {count} columns: entry {i}"
+                    );
+                }
+            }
         }
     }
 }
