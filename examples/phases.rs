@@ -26,6 +26,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The binary's allocator (see `src/main.rs`), so that the windows time
+/// the steps as `contactlab run` takes them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The simulated time each printed row covers, s.
 const WINDOW: f64 = 0.05;
 
