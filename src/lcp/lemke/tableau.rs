@@ -131,6 +131,8 @@ pub(super) fn zobrist(var: Var) -> u64 {
 pub(super) struct Tableau<'a, M: ?Sized, F> {
     pub(super) columns: Columns<'a, M>,
     pub(super) q: &'a DVector<f64>,
+    /// max(1, ‖q‖∞): the scale of q's rounding noise.
+    pub(super) q_scale: f64,
     pub(super) n: usize,
     pub(super) factor: F,
     /// max |B⁻¹ᵢⱼ| (or the factor's estimate), refreshed after every pivot.
@@ -161,6 +163,8 @@ pub(super) struct Tableau<'a, M: ?Sized, F> {
     /// Scratch: the entering column and B⁻¹ times it.
     pub(super) column: Vec<f64>,
     pub(super) abar: Vec<f64>,
+    /// Scratch: the rows the ratio test may pivot on.
+    pub(super) candidates: Vec<usize>,
     /// The first columns of B⁻¹ the lexicographic test has read since the
     /// last factorization, each with the pivots applied to it
     /// ([`Factor::update_column`]).
@@ -191,6 +195,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         let mut tableau = Self {
             columns,
             q,
+            q_scale: q.amax().max(1.0),
             n,
             binv_max: factor.max_entry(),
             factor,
@@ -210,6 +215,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             entering: None,
             column: vec![0.0; n],
             abar: vec![0.0; n],
+            candidates: Vec::with_capacity(n),
             lex_columns: Vec::new(),
         };
         tableau.flush_q_noise();
@@ -334,21 +340,24 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
             };
             let threshold = self.pivot_tolerance * amax.max(noise).max(f64::MIN_POSITIVE);
             let floor = self.pivot_tolerance * amax.max(f64::MIN_POSITIVE);
-            let candidates: Vec<usize> = (0..n)
-                .filter(|&i| {
-                    let a = self.abar[i];
-                    a > threshold
-                        || (!self.plain
-                            && a > floor
-                            && a > self.pivot_tolerance * self.row_max(i) * column_max)
-                })
-                .collect();
+            let mut candidates = std::mem::take(&mut self.candidates);
+            candidates.clear();
+            for (i, &a) in self.abar.iter().enumerate() {
+                if a > threshold
+                    || (!self.plain
+                        && a > floor
+                        && a > self.pivot_tolerance * self.row_max(i) * column_max)
+                {
+                    candidates.push(i);
+                }
+            }
             if candidates.is_empty() {
                 return LcpStatus::RayTermination;
             }
             let abar = std::mem::take(&mut self.abar);
             let chosen = self.lexico_min_ratio(&candidates, &abar);
             self.abar = abar;
+            self.candidates = candidates;
             let Some(r) = chosen else {
                 return LcpStatus::NumericalFailure;
             };
@@ -466,7 +475,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
         if self.plain {
             return;
         }
-        let scale = self.q.amax().max(1.0);
+        let scale = self.q_scale;
         let q_floor = self.pivot_tolerance * scale * self.binv_max.max(1.0);
         for i in 0..self.n {
             let x = self.qbar[i];
