@@ -280,7 +280,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
     /// Runs pivots until termination; returns how it ended.
     pub(super) fn run(&mut self, max_pivots: usize) -> LcpStatus {
         let n = self.n;
-        let scale = self.q.amax().max(1.0);
+        let scale = self.q_scale;
         if self
             .qbar
             .iter()
@@ -537,7 +537,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
     /// at −1e-17 is zero.
     pub(super) fn z_from(&self, values: &[f64]) -> DVector<f64> {
         let n = self.n;
-        let floor = self.pivot_tolerance * self.q.amax().max(1.0);
+        let floor = self.pivot_tolerance * self.q_scale;
         let mut z = DVector::zeros(n);
         for (row, &var) in self.basis.iter().enumerate() {
             if (n..2 * n).contains(&var) {
@@ -605,8 +605,7 @@ impl<'a, M: LcpMatrix + ?Sized, F: Factor<M>> Tableau<'a, M, F> {
                 )
             }) {
                 Some((refined_z, refined_w)) => {
-                    residual =
-                        Validation::of(&refined_z, &refined_w, self.q.amax().max(1.0)).relative();
+                    residual = Validation::of(&refined_z, &refined_w, self.q_scale).relative();
                     (z, w) = (refined_z, refined_w);
                 }
                 None => status = LcpStatus::NumericalFailure,
